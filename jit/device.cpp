@@ -1,0 +1,315 @@
+#include "jit/device.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "jit/driver.hpp"
+
+namespace topk::jit {
+
+std::string DeviceInfo::Fingerprint() const {
+  return name + "|sm_" + std::to_string(cc_major * 10 + cc_minor) + "|" + std::to_string(sm_count) + "sm|L2=" +
+         std::to_string(l2_bytes) + "|driver=" + std::to_string(driver_version) + "|" + compiler_version;
+}
+
+gen::Arch DeviceInfo::ToArch() const {
+  gen::Arch a = cc_major >= 9 ? gen::Arch::Sm90() : gen::Arch::Sm80();
+  a.cc_major = cc_major;
+  a.cc_minor = cc_minor;
+  if (max_smem_optin > 0) a.max_smem_optin = max_smem_optin;
+  return a;
+}
+
+nlohmann::json DeviceInfo::ToJson() const {
+  return {{"ordinal", ordinal},
+          {"name", name},
+          {"cc", std::to_string(cc_major) + "." + std::to_string(cc_minor)},
+          {"cc_major", cc_major},
+          {"cc_minor", cc_minor},
+          {"sm_count", sm_count},
+          {"l2_bytes", l2_bytes},
+          {"total_mem", total_mem},
+          {"max_smem_optin", max_smem_optin},
+          {"max_smem_per_sm", max_smem_per_sm},
+          {"driver_version", driver_version},
+          {"compiler_version", compiler_version},
+          {"uuid", uuid},
+          {"fingerprint", Fingerprint()}};
+}
+
+StatusOr<DeviceInfo> DeviceInfo::FromJson(const nlohmann::json& j) {
+  DeviceInfo d;
+  try {
+    d.ordinal = j.value("ordinal", 0);
+    d.name = j.at("name").get<std::string>();
+    d.cc_major = j.at("cc_major").get<int>();
+    d.cc_minor = j.at("cc_minor").get<int>();
+    d.sm_count = j.value("sm_count", 0);
+    d.l2_bytes = j.value("l2_bytes", int64_t{0});
+    d.total_mem = j.value("total_mem", int64_t{0});
+    d.max_smem_optin = j.value("max_smem_optin", 0);
+    d.max_smem_per_sm = j.value("max_smem_per_sm", 0);
+    d.driver_version = j.value("driver_version", 0);
+    d.compiler_version = j.value("compiler_version", std::string());
+    d.uuid = j.value("uuid", std::string());
+  } catch (const nlohmann::json::exception& e) {
+    return Status(Code::kInvalidArgument, "DeviceInfo::FromJson", e.what());
+  }
+  return d;
+}
+
+StatusOr<int> DeviceCount() {
+  int n = 0;
+  auto run = [&]() -> Status {
+    TOPK_CU(cuDeviceGetCount, &n);
+    return Status::Ok();
+  };
+  TOPK_RETURN_IF_ERROR(run());
+  return n;
+}
+
+StatusOr<DeviceInfo> QueryDevice(int ordinal) {
+  DeviceInfo d;
+  auto run = [&]() -> Status {
+    int count = 0;
+    TOPK_CU(cuDeviceGetCount, &count);
+    if (ordinal < 0 || ordinal >= count)
+      return Status(Code::kNotFound, "QueryDevice",
+                    "no CUDA device " + std::to_string(ordinal) + " (this machine has " + std::to_string(count) + ")");
+    CUdevice dev;
+    TOPK_CU(cuDeviceGet, &dev, ordinal);
+    char name[256] = {0};
+    TOPK_CU(cuDeviceGetName, name, sizeof(name) - 1, dev);
+    d.ordinal = ordinal;
+    d.name = name;
+    auto attr = [&](CUdevice_attribute a, int* out) -> Status {
+      TOPK_CU(cuDeviceGetAttribute, out, a, dev);
+      return Status::Ok();
+    };
+    int l2 = 0;
+    TOPK_RETURN_IF_ERROR(attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, &d.cc_major));
+    TOPK_RETURN_IF_ERROR(attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, &d.cc_minor));
+    TOPK_RETURN_IF_ERROR(attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, &d.sm_count));
+    TOPK_RETURN_IF_ERROR(attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, &l2));
+    TOPK_RETURN_IF_ERROR(attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, &d.max_smem_optin));
+    TOPK_RETURN_IF_ERROR(attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, &d.max_smem_per_sm));
+    d.l2_bytes = l2;
+    size_t mem = 0;
+    TOPK_CU(cuDeviceTotalMem, &mem, dev);
+    d.total_mem = static_cast<int64_t>(mem);
+    TOPK_CU(cuDriverGetVersion, &d.driver_version);
+    CUuuid u;
+    TOPK_CU(cuDeviceGetUuid, &u, dev);
+    char hex[40];
+    for (int i = 0; i < 16; ++i) std::snprintf(hex + 2 * i, 3, "%02x", static_cast<unsigned char>(u.bytes[i]));
+    d.uuid = hex;
+    d.compiler_version = NvrtcVersion();
+    return Status::Ok();
+  };
+  TOPK_RETURN_IF_ERROR(run());
+  return d;
+}
+
+StatusOr<std::shared_ptr<Context>> Context::Primary(int ordinal) {
+  CUdevice dev;
+  CUcontext ctx;
+  auto run = [&]() -> Status {
+    int count = 0;
+    TOPK_CU(cuDeviceGetCount, &count);
+    if (ordinal < 0 || ordinal >= count)
+      return Status(Code::kNotFound, "Context::Primary",
+                    "no CUDA device " + std::to_string(ordinal) + " (this machine has " + std::to_string(count) + ")");
+    TOPK_CU(cuDeviceGet, &dev, ordinal);
+    TOPK_CU(cuDevicePrimaryCtxRetain, &ctx, dev);
+    return Status::Ok();
+  };
+  TOPK_RETURN_IF_ERROR(run());
+  return std::shared_ptr<Context>(new Context(ordinal, dev, ctx));
+}
+
+Context::~Context() {
+  auto d = GetDriver();
+  if (d.ok()) (*d)->cuDevicePrimaryCtxRelease(dev_);
+}
+
+Status Context::MakeCurrent() const {
+  TOPK_CU(cuCtxSetCurrent, ctx_);
+  return Status::Ok();
+}
+
+StatusOr<std::unique_ptr<Module>> Module::Load(const std::vector<char>& cubin, const std::string& lowered_name) {
+  CUmodule m = nullptr;
+  CUfunction f = nullptr;
+  auto run = [&]() -> Status {
+    TOPK_CU(cuModuleLoadData, &m, cubin.data());
+    auto d = GetDriver();
+    const CUresult r = (*d)->cuModuleGetFunction(&f, m, lowered_name.c_str());
+    if (r != CUDA_SUCCESS) {
+      (*d)->cuModuleUnload(m);
+      m = nullptr;
+      return CudaStatus(r, "cuModuleGetFunction", __FILE__, __LINE__);
+    }
+    return Status::Ok();
+  };
+  TOPK_RETURN_IF_ERROR(run());
+  return std::unique_ptr<Module>(new Module(m, f));
+}
+
+Module::~Module() {
+  auto d = GetDriver();
+  if (d.ok() && mod_) (*d)->cuModuleUnload(mod_);
+}
+
+StatusOr<ResourceUsage> Module::Usage() const {
+  ResourceUsage u;
+  int regs = 0, local = 0, shared = 0;
+  auto run = [&]() -> Status {
+    TOPK_CU(cuFuncGetAttribute, &regs, CU_FUNC_ATTRIBUTE_NUM_REGS, fn_);
+    TOPK_CU(cuFuncGetAttribute, &local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, fn_);
+    TOPK_CU(cuFuncGetAttribute, &shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn_);
+    return Status::Ok();
+  };
+  TOPK_RETURN_IF_ERROR(run());
+  u.known = true;
+  u.registers = regs;
+  u.stack_bytes = local;
+  u.static_smem = shared;
+  return u;
+}
+
+LaunchShape ComputeLaunch(const gen::Config& c, const Problem& p, int64_t batch, const gen::Arch& arch,
+                          TopkArgs* args) {
+  LaunchShape s;
+  s.block = static_cast<unsigned>(c.block_threads);
+  args->buffer = 0;
+  args->rounds = 0;
+  args->cache_cap = 0;
+  args->smem_bytes = 0;
+  if (c.warp_mode()) {
+    const int rows_per_cta = c.block_threads / 32;
+    s.grid = static_cast<unsigned>((batch + rows_per_cta - 1) / rows_per_cta);
+    return s;
+  }
+  const int cl = c.cluster;
+  s.grid = static_cast<unsigned>(batch * cl);
+  s.cluster = static_cast<unsigned>(cl);
+  args->buffer = c.smem_buffer;
+  args->rounds = c.rounds;
+  const int fixed = c.fixed_smem_bytes();
+  if (c.row_cache) {
+    const int v = c.vec();
+    const int key_bytes = DTypeSize(c.dtype);
+    // A slice is ceil(n / cluster) rounded to whole vectors; alignment can
+    // shift it by up to one vector in the cache.
+    int64_t chunk = (p.n + cl - 1) / cl;
+    chunk = (chunk + v - 1) / v * v + v;
+    const int64_t avail = (arch.max_smem_optin - arch.static_smem_reserve - fixed) / key_bytes;
+    int64_t cap = std::min<int64_t>(chunk, std::max<int64_t>(avail, 0));
+    cap = cap / v * v;
+    args->cache_cap = static_cast<int>(cap);
+    s.smem_bytes = fixed + static_cast<int>(cap) * key_bytes;
+  } else {
+    s.smem_bytes = fixed;
+  }
+  args->smem_bytes = s.smem_bytes;
+  return s;
+}
+
+Status PrepareFunction(CUfunction f, const LaunchShape& s) {
+  TOPK_CU(cuFuncSetAttribute, f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, s.smem_bytes);
+  if (s.cluster > 8) TOPK_CU(cuFuncSetAttribute, f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
+  return Status::Ok();
+}
+
+Status CheckFits(CUfunction f, const LaunchShape& s) {
+  if (s.cluster <= 1) {
+    int blocks = 0;
+    TOPK_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, &blocks, f, static_cast<int>(s.block),
+            static_cast<size_t>(s.smem_bytes));
+    if (blocks < 1)
+      return Status(Code::kResourceExhausted, "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+                    "a block of " + std::to_string(s.block) + " threads with " + std::to_string(s.smem_bytes) +
+                        " B shared memory does not fit on one SM");
+    return Status::Ok();
+  }
+  CUlaunchConfig cfg = {};
+  cfg.gridDimX = s.cluster;
+  cfg.gridDimY = cfg.gridDimZ = 1;
+  cfg.blockDimX = s.block;
+  cfg.blockDimY = cfg.blockDimZ = 1;
+  cfg.sharedMemBytes = static_cast<unsigned>(s.smem_bytes);
+  CUlaunchAttribute attr;
+  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr.value.clusterDim.x = s.cluster;
+  attr.value.clusterDim.y = 1;
+  attr.value.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  int clusters = 0;
+  TOPK_CU(cuOccupancyMaxActiveClusters, &clusters, f, &cfg);
+  if (clusters < 1)
+    return Status(Code::kResourceExhausted, "cuOccupancyMaxActiveClusters",
+                  "a cluster of " + std::to_string(s.cluster) + " x " + std::to_string(s.block) + " threads with " +
+                      std::to_string(s.smem_bytes) + " B shared memory each does not fit on the device");
+  return Status::Ok();
+}
+
+Status Launch(CUfunction f, const LaunchShape& s, void* params, size_t params_size, CUstream stream) {
+  (void)params_size;  // the kernels take one struct by value
+  void* kernel_params[] = {params};
+  if (s.grid == 0) return Status::Ok();
+  if (s.cluster <= 1) {
+    TOPK_CU(cuLaunchKernel, f, s.grid, 1, 1, s.block, 1, 1, static_cast<unsigned>(s.smem_bytes), stream, kernel_params,
+            nullptr);
+    return Status::Ok();
+  }
+  CUlaunchConfig cfg = {};
+  cfg.gridDimX = s.grid;
+  cfg.gridDimY = cfg.gridDimZ = 1;
+  cfg.blockDimX = s.block;
+  cfg.blockDimY = cfg.blockDimZ = 1;
+  cfg.sharedMemBytes = static_cast<unsigned>(s.smem_bytes);
+  cfg.hStream = stream;
+  CUlaunchAttribute attr;
+  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr.value.clusterDim.x = s.cluster;
+  attr.value.clusterDim.y = 1;
+  attr.value.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  TOPK_CU(cuLaunchKernelEx, &cfg, f, kernel_params, nullptr);
+  return Status::Ok();
+}
+
+StatusOr<DeviceBuffer> DeviceBuffer::Alloc(size_t bytes) {
+  DeviceBuffer b;
+  if (bytes == 0) return b;
+  auto run = [&]() -> Status {
+    TOPK_CU(cuMemAlloc, &b.ptr_, bytes);
+    return Status::Ok();
+  };
+  TOPK_RETURN_IF_ERROR(run());
+  b.bytes_ = bytes;
+  return b;
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    this->~DeviceBuffer();
+    ptr_ = o.ptr_;
+    bytes_ = o.bytes_;
+    o.ptr_ = 0;
+    o.bytes_ = 0;
+  }
+  return *this;
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (!ptr_) return;
+  auto d = GetDriver();
+  if (d.ok()) (*d)->cuMemFree(ptr_);
+  ptr_ = 0;
+}
+
+}  // namespace topk::jit

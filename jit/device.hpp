@@ -1,0 +1,122 @@
+// Devices, contexts, modules and launches through the driver API: the pieces
+// the tuner and the runtime share.
+#pragma once
+
+#include <cuda.h>
+
+#include <memory>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+#include "generator/config.hpp"
+#include "jit/compiler.hpp"
+#include "topk/args.h"
+#include "topk/status.hpp"
+
+namespace topk::jit {
+
+// What identifies a GPU for tuning purposes.
+struct DeviceInfo {
+  int ordinal = 0;
+  std::string name;
+  int cc_major = 0;
+  int cc_minor = 0;
+  int sm_count = 0;
+  int64_t l2_bytes = 0;
+  int64_t total_mem = 0;
+  int max_smem_optin = 0;
+  int max_smem_per_sm = 0;
+  int driver_version = 0;  // e.g. 13000
+  std::string compiler_version;  // NVRTC
+  std::string uuid;
+
+  // Name, compute capability, SM count, L2, driver and NVRTC version: two
+  // devices with equal fingerprints get the same tuning results.
+  std::string Fingerprint() const;
+  std::string ArchName() const { return "sm_" + std::to_string(cc_major * 10 + cc_minor); }
+  gen::Arch ToArch() const;
+  nlohmann::json ToJson() const;
+  static StatusOr<DeviceInfo> FromJson(const nlohmann::json& j);
+};
+
+// Number of CUDA devices; kUnavailable when there is no driver.
+StatusOr<int> DeviceCount();
+StatusOr<DeviceInfo> QueryDevice(int ordinal);
+
+// The device's primary context, retained for the object's lifetime.
+class Context {
+ public:
+  static StatusOr<std::shared_ptr<Context>> Primary(int ordinal);
+  ~Context();
+  CUcontext get() const { return ctx_; }
+  int ordinal() const { return ordinal_; }
+  // Makes the context current on the calling thread.
+  Status MakeCurrent() const;
+
+ private:
+  Context(int ordinal, CUdevice dev, CUcontext ctx) : ordinal_(ordinal), dev_(dev), ctx_(ctx) {}
+  int ordinal_;
+  CUdevice dev_;
+  CUcontext ctx_;
+};
+
+// A loaded cubin with one function. The context must be current.
+class Module {
+ public:
+  static StatusOr<std::unique_ptr<Module>> Load(const std::vector<char>& cubin, const std::string& lowered_name);
+  ~Module();
+  CUfunction function() const { return fn_; }
+  // Registers / static smem / local memory from cuFuncGetAttribute.
+  StatusOr<ResourceUsage> Usage() const;
+
+ private:
+  Module(CUmodule m, CUfunction f) : mod_(m), fn_(f) {}
+  CUmodule mod_;
+  CUfunction fn_;
+};
+
+// Grid, block, cluster and shared memory of one launch.
+struct LaunchShape {
+  unsigned grid = 0;
+  unsigned block = 0;
+  unsigned cluster = 1;  // CTAs per cluster (1: no cluster attribute)
+  int smem_bytes = 0;    // dynamic shared memory
+};
+
+// Fills the launch-argument knobs of `args` (buffer, rounds, cache capacity,
+// shared memory) for `c` on `p` and returns the launch shape. Pure
+// arithmetic: the same on every thread, no GPU needed.
+LaunchShape ComputeLaunch(const gen::Config& c, const Problem& p, int64_t batch, const gen::Arch& arch,
+                          TopkArgs* args);
+
+// Raises the function's dynamic shared memory limit and allows non-portable
+// cluster sizes when needed. Call once per function before launching.
+Status PrepareFunction(CUfunction f, const LaunchShape& s);
+
+// Whether at least one cluster (or CTA) of this shape fits on the device.
+Status CheckFits(CUfunction f, const LaunchShape& s);
+
+// Launches `f` with one by-value parameter block (TopkArgs or SortArgs).
+Status Launch(CUfunction f, const LaunchShape& s, void* params, size_t params_size, CUstream stream);
+
+// Device memory owned by the object (the context must be current).
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  static StatusOr<DeviceBuffer> Alloc(size_t bytes);
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) { o.ptr_ = 0; o.bytes_ = 0; }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer();
+  CUdeviceptr get() const { return ptr_; }
+  void* ptr() const { return reinterpret_cast<void*>(ptr_); }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  CUdeviceptr ptr_ = 0;
+  size_t bytes_ = 0;
+};
+
+}  // namespace topk::jit

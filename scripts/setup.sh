@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what the build needs on a fresh Debian or Ubuntu machine that has
+# the CUDA toolkit (nvcc, NVRTC, the driver API stub) under /usr/local/cuda.
+# Idempotent: a machine that has everything installs nothing.
+set -euo pipefail
+
+pkgs=(build-essential cmake pkg-config git python3
+      libsqlite3-dev sqlite3 nlohmann-json3-dev libcli11-dev
+      libgtest-dev libbenchmark-dev)
+# Extra packages for a step (e.g. TOPK_SETUP_EXTRA="chromium" for the report
+# screenshot test).
+if [[ -n "${TOPK_SETUP_EXTRA:-}" ]]; then
+  read -r -a extra <<<"$TOPK_SETUP_EXTRA"
+  pkgs+=("${extra[@]}")
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  [[ $(id -u) -eq 0 ]] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+cuda="${CUDA_HOME:-/usr/local/cuda}"
+if [[ ! -x "$cuda/bin/nvcc" ]]; then
+  echo "setup: the CUDA toolkit was not found at $cuda (set CUDA_HOME)" >&2
+  exit 1
+fi
+echo "setup: ok (CUDA toolkit at $cuda)"

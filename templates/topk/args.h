@@ -1,0 +1,43 @@
+// Kernel argument block shared by the device templates and the host launcher.
+// Plain C layout (no CUDA types) so the host includes this exact header; the
+// generated source and the host both static_assert its size.
+#pragma once
+
+#define TOPK_FLAG_SMALLEST 1u  // select the k smallest instead of the k largest
+#define TOPK_FLAG_RANGES 2u    // `ranges` holds one [start, end) int32 pair per row
+#define TOPK_FLAG_VALUES 4u    // write the selected values to `out_val`
+
+#define TOPK_ARGS_SIZE 72
+
+// Capacity of the rank list (candidates ranked directly in the last step).
+#define TOPK_RANK_CAP 256
+
+struct TopkArgs {
+  const void* input;     // [batch, row_stride] elements of the variant's dtype
+  const int* ranges;     // [batch][2] or null
+  int* out_idx;          // [batch, k] column indices, -1 for padding
+  void* out_val;         // [batch, k] values (same dtype as input) or null
+  long long row_stride;  // elements between row starts, >= n
+  int batch;
+  int n;
+  int k;
+  unsigned flags;        // TOPK_FLAG_*
+  // Knobs that are launch arguments rather than template parameters (they
+  // change no code shape, so one binary serves every value):
+  int buffer;            // candidate-buffer capacity in elements (0: re-read the row)
+  int rounds;            // refinement passes before candidates may be ranked directly
+  int cache_cap;         // per-CTA row-cache capacity in keys (0: no cache)
+  int smem_bytes;        // dynamic shared memory the launch provides
+};
+
+// Arguments of the row-sorting kernel that orders a finished top-k.
+struct SortArgs {
+  const void* input;     // the same input the top-k ran on
+  int* idx;              // [batch, k] in/out
+  void* val;             // [batch, k] out or null
+  long long row_stride;
+  int batch;
+  int k;
+  unsigned flags;        // TOPK_FLAG_SMALLEST | TOPK_FLAG_VALUES
+  int cap;               // power of two >= k; shared memory holds cap 64-bit entries
+};

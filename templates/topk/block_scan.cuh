@@ -1,0 +1,56 @@
+// Block-wide search for the histogram bin that holds the k-th largest key.
+#pragma once
+#include "topk/types.cuh"
+
+namespace topk {
+
+struct ThresholdResult {
+  u32 bin;    // the bin holding the k-th key
+  u32 above;  // elements in bins above it
+  u32 count;  // elements in the bin itself
+  u32 pad;
+};
+
+// Finds the bin b with above(b) < k_rem <= above(b) + g[b], where above(b)
+// sums the bins over b. Requires sum(g) >= k_rem. Every thread of the block
+// calls it and gets the result. `out` and `scratch` (32 words) are shared.
+template <int T, int NB>
+__device__ __forceinline__ ThresholdResult find_threshold(const u32* g, u32 k_rem, ThresholdResult* out,
+                                                          u32* scratch) {
+  constexpr int PER = (NB + T - 1) / T;
+  constexpr int NW = T / 32;
+  const int warp = threadIdx.x >> 5;
+  const u32 lane = lane_id();
+  const int b0 = threadIdx.x * PER;
+  u32 v[PER];
+  u32 sum = 0;
+#pragma unroll
+  for (int q = 0; q < PER; ++q) {
+    v[q] = b0 + q < NB ? g[b0 + q] : 0u;
+    sum += v[q];
+  }
+  const u32 incl = warp_inclusive_suffix(sum);
+  if (lane == 0) scratch[warp] = incl;
+  __syncthreads();
+  if (warp == 0) {
+    const u32 w = lane < static_cast<u32>(NW) ? scratch[lane] : 0u;
+    const u32 wi = warp_inclusive_suffix(w);
+    __syncwarp();
+    if (lane < static_cast<u32>(NW)) scratch[lane] = wi - w;
+  }
+  __syncthreads();
+  u32 run = scratch[warp] + (incl - sum);
+#pragma unroll
+  for (int q = PER - 1; q >= 0; --q) {
+    if (run < k_rem && run + v[q] >= k_rem) {
+      out->bin = b0 + q;
+      out->above = run;
+      out->count = v[q];
+    }
+    run += v[q];
+  }
+  __syncthreads();
+  return *out;
+}
+
+}  // namespace topk

@@ -1,0 +1,73 @@
+// Thread-block cluster primitives (sm_90+) through PTX, so that NVRTC needs no
+// cooperative_groups header. Cluster<1> is the single-CTA case: the same calls
+// degrade to __syncthreads() and local shared memory, which lets one kernel
+// body serve both modes.
+#pragma once
+#include "topk/types.cuh"
+
+namespace topk {
+
+__device__ __forceinline__ u32 smem_addr(const void* p) {
+  u64 s;
+  asm("cvta.to.shared.u64 %0, %1;" : "=l"(s) : "l"(reinterpret_cast<u64>(p)));
+  return static_cast<u32>(s);
+}
+
+template <int C>
+struct Cluster {
+  __device__ __forceinline__ static u32 rank() {
+    if (C == 1) return 0;
+    u32 r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+  }
+  // Barrier over every thread of every CTA in the cluster, with release /
+  // acquire semantics for shared memory (local and distributed).
+  __device__ __forceinline__ static void sync() {
+    if (C == 1) {
+      __syncthreads();
+    } else {
+      asm volatile(
+          "barrier.cluster.arrive.release.aligned;\n\t"
+          "barrier.cluster.wait.acquire.aligned;" ::
+              : "memory");
+    }
+  }
+  // Address of `p` (a shared variable of this CTA) in CTA `r` of the cluster.
+  __device__ __forceinline__ static u32 map(const void* p, u32 r) {
+    const u32 a = smem_addr(p);
+    if (C == 1) return a;
+    u32 out;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(out) : "r"(a), "r"(r));
+    return out;
+  }
+  __device__ __forceinline__ static u32 load(u32 addr) {
+    u32 v;
+    if (C == 1)
+      asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
+    else
+      asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
+    return v;
+  }
+  __device__ __forceinline__ static u64 load64(u32 addr) {
+    u64 v;
+    if (C == 1)
+      asm volatile("ld.shared.u64 %0, [%1];" : "=l"(v) : "r"(addr) : "memory");
+    else
+      asm volatile("ld.shared::cluster.u64 %0, [%1];" : "=l"(v) : "r"(addr) : "memory");
+    return v;
+  }
+  __device__ __forceinline__ static u32 atomic_add(u32 addr, u32 v) {
+    u32 old;
+    if (C == 1)
+      asm volatile("atom.shared.add.u32 %0, [%1], %2;" : "=r"(old) : "r"(addr), "r"(v) : "memory");
+    else
+      asm volatile("atom.shared::cluster.add.u32 %0, [%1], %2;"
+                   : "=r"(old)
+                   : "r"(addr), "r"(v)
+                   : "memory");
+    return old;
+  }
+};
+
+}  // namespace topk

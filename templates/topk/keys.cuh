@@ -1,0 +1,100 @@
+// Order-preserving keys: every value maps to an unsigned integer whose
+// unsigned order is the selection order (larger key = selected first).
+//
+// Rules (DESIGN.md "Exactness"): -0.0 equals +0.0, so both map to the key of
+// +0.0; every NaN, whatever its sign or payload, maps to one key above +inf
+// (torch's rule). For "smallest" the key is inverted, which puts NaN last.
+#pragma once
+#include "topk/types.cuh"
+
+namespace topk {
+
+enum DType : int { kF32 = 0, kF16 = 1, kBF16 = 2 };
+
+template <int DTYPE>
+struct Keys;
+
+template <>
+struct Keys<kF32> {
+  typedef u32 Raw;     // storage of one element
+  typedef u32 Cached;  // what the row cache stores per element
+  static constexpr int kBits = 32;
+  static constexpr int kVec = 4;  // elements per 16-byte load
+  static constexpr u32 kLowest = 0xff7fffffu;  // -FLT_MAX
+
+  __device__ __forceinline__ static u32 canonical(u32 raw) {
+    const u32 mag = raw & 0x7fffffffu;
+    if (mag > 0x7f800000u) return 0x7fffffffu;  // NaN
+    if (mag == 0) return 0;                      // -0.0
+    return raw;
+  }
+  __device__ __forceinline__ static u32 key(u32 raw, bool smallest) {
+    const u32 c = canonical(raw);
+    const u32 k = (c & 0x80000000u) ? ~c : (c | 0x80000000u);
+    return smallest ? ~k : k;
+  }
+  // The 8-bit digit of the value rounded to fp16 (the seed's coarse first
+  // pass). Rounding to nearest is monotone, so this digit never orders two
+  // elements against their exact keys; it only merges neighbours.
+  __device__ __forceinline__ static u32 half_digit(u32 raw, bool smallest) {
+    const u32 c = canonical(raw);
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(__uint_as_float(c)));
+    u32 hb = h;
+    const u32 mag = hb & 0x7fffu;
+    if (mag > 0x7c00u) hb = 0x7fffu;
+    else if (mag == 0) hb = 0;
+    u32 k = (hb & 0x8000u) ? (~hb & 0xffffu) : (hb | 0x8000u);
+    if (smallest) k = ~k & 0xffffu;
+    return k >> 8;
+  }
+};
+
+template <int EXP_MASK>
+struct Keys16 {
+  typedef u16 Raw;
+  typedef u16 Cached;
+  static constexpr int kBits = 16;
+  static constexpr int kVec = 8;
+
+  __device__ __forceinline__ static u32 canonical(u32 raw) {
+    const u32 mag = raw & 0x7fffu;
+    if (mag > (u32)EXP_MASK) return 0x7fffu;  // NaN
+    if (mag == 0) return 0;
+    return raw;
+  }
+  __device__ __forceinline__ static u32 key(u32 raw, bool smallest) {
+    const u32 c = canonical(raw);
+    const u32 k = (c & 0x8000u) ? (~c & 0xffffu) : (c | 0x8000u);
+    return smallest ? (~k & 0xffffu) : k;
+  }
+  __device__ __forceinline__ static u32 half_digit(u32 raw, bool smallest) {
+    return key(raw, smallest) >> 8;
+  }
+};
+
+template <>
+struct Keys<kF16> : Keys16<0x7c00> {
+  static constexpr u32 kLowest = 0xfbffu;  // -65504
+};
+template <>
+struct Keys<kBF16> : Keys16<0x7f80> {
+  static constexpr u32 kLowest = 0xff7fu;  // -3.39e38
+};
+
+// Loads one element's raw bits.
+template <int DTYPE>
+__device__ __forceinline__ u32 load_raw(const void* base, long long i) {
+  if (DTYPE == kF32) return static_cast<const u32*>(base)[i];
+  return static_cast<const u16*>(base)[i];
+}
+
+template <int DTYPE>
+__device__ __forceinline__ void store_raw(void* base, long long i, u32 v) {
+  if (DTYPE == kF32)
+    static_cast<u32*>(base)[i] = v;
+  else
+    static_cast<u16*>(base)[i] = static_cast<u16>(v);
+}
+
+}  // namespace topk

@@ -1,0 +1,48 @@
+// The compile-time policy of one variant. The host mirrors these formulas in
+// generator/config.cpp; every generated source static_asserts that both agree.
+#pragma once
+#include "topk/args.h"
+#include "topk/keys.cuh"
+
+namespace topk {
+
+// A variant's code shape; the other knobs (candidate buffer, rounds, row
+// cache) are launch arguments, see TopkArgs.
+// CLUSTER: 0 = several rows per CTA (one warp per row, keys in registers),
+//          1 = one CTA per row, 2..16 = CTAs of a thread-block cluster per row.
+// FIRST:   0 = first pass on the top RADIX bits of the exact key,
+//          1 = first pass on the top 8 bits of the fp16-rounded key (fp32 only).
+// ITEMS:   warp mode only: elements held per lane (n <= 32 * ITEMS).
+template <int DTYPE, int BLOCK, int RADIX, int FIRST, int CLUSTER, int ITEMS>
+struct Policy {
+  static constexpr int kDtype = DTYPE;
+  static constexpr int kBlock = BLOCK;
+  static constexpr int kRadix = RADIX;
+  static constexpr int kFirst = FIRST;
+  static constexpr int kCluster = CLUSTER;
+  static constexpr int kItems = ITEMS;
+
+  static constexpr int kKeyBits = Keys<DTYPE>::kBits;
+  static constexpr int kExactPasses = CLUSTER == 0 ? 0 : (kKeyBits + RADIX - 1) / RADIX;
+  static constexpr int kPasses = kExactPasses + FIRST;
+  static constexpr int kBins = CLUSTER == 0 ? 0 : (1 << RADIX);
+  // Shared memory before the candidate buffer: two histograms and, for a
+  // cluster, the cluster-wide sum.
+  static constexpr int kHistSmem = CLUSTER == 0 ? 0 : (2 + (CLUSTER > 1 ? 1 : 0)) * kBins * 4;
+
+  static_assert(BLOCK % 32 == 0 && BLOCK >= 32 && BLOCK <= 1024, "block size");
+  static_assert(CLUSTER == 0 || (RADIX >= 4 && RADIX <= 12), "radix width");
+  static_assert(FIRST == 0 || (DTYPE == kF32 && RADIX >= 8), "fp16 first pass is for fp32");
+  static_assert(CLUSTER != 0 || ITEMS > 0, "warp mode holds at least one item per lane");
+};
+
+// Dynamic shared memory of a block/cluster launch, laid out as: histograms,
+// candidate keys [buffer], candidate indices [buffer], rank list (when
+// rounds allow ranking), row cache [cache_cap keys]. The host computes the
+// same sum (generator/config.cpp) and the kernel checks it.
+__host__ __device__ constexpr int smem_layout_bytes(int hist_bytes, int buffer, bool rank, int cache_cap,
+                                                    int key_bytes) {
+  return (hist_bytes + buffer * 8 + (rank ? TOPK_RANK_CAP * 8 : 0) + 15) / 16 * 16 + cache_cap * key_bytes;
+}
+
+}  // namespace topk

@@ -1,0 +1,580 @@
+// Radix-select top-k for one row per CTA or per thread-block cluster.
+//
+// Pass 0 histograms one digit of every key of the row (reading it from global
+// memory once and, when CACHE is on, keeping the keys in shared memory). A
+// suffix scan over the histogram finds the bin that holds the k-th key:
+// elements above it are selected, elements below are dropped, the bin's
+// elements stay candidates. Each refinement pass fuses three things into one
+// scan over the candidates: write the elements above the previous threshold,
+// keep those in its bin, and histogram their next digit.
+//
+// Candidates live in a shared-memory buffer when every CTA's share of the
+// threshold bin fits (known exactly from the pass-0 histogram before anything
+// is copied, so the buffer never overflows); otherwise later passes re-read
+// the row (cache, then global memory) and re-test the resolved key prefix.
+// Both paths are exact; neither clips.
+//
+// The scan stops early when the threshold bin holds exactly the elements still
+// needed, ranks the candidates directly once they are few (after `rounds`
+// refinement passes, when at most TOPK_RANK_CAP remain), and at the
+// last digit takes the still-needed ties in any order from a separate counter,
+// so the output never exceeds k.
+#pragma once
+#include "topk/args.h"
+#include "topk/block_scan.cuh"
+#include "topk/cluster.cuh"
+#include "topk/keys.cuh"
+#include "topk/policy.cuh"
+
+namespace topk {
+
+struct RowControl {
+  u32 out;     // next free output slot (leader CTA's is the cluster's)
+  u32 tie;     // ties taken at the last digit (leader's)
+  u32 buf_n;   // candidates in this CTA's buffer
+  u32 list_n;  // entries in this CTA's rank list
+  u32 max_local;
+  u32 pad[3];
+  ThresholdResult thr;
+  u32 scan_scratch[32];
+};
+
+enum Action : int { kFilter = 0, kSelectAll = 1, kTies = 2, kRankList = 3 };
+
+template <class P>
+struct RowSelect {
+  using K = Keys<P::kDtype>;
+  using Raw = typename K::Raw;
+  using Cached = typename K::Cached;
+  using Cl = Cluster<(P::kCluster > 1 ? P::kCluster : 1)>;
+  static constexpr int T = P::kBlock;
+  static constexpr int R = P::kRadix;
+  static constexpr int NB = 1 << R;
+  static constexpr int C = P::kCluster;
+  static constexpr int V = K::kVec;
+  static constexpr int KB = K::kBits;
+  static constexpr bool kCoarse = P::kFirst == 1;
+  static constexpr int kPasses = P::kPasses;
+  static constexpr int kUnroll = T >= 512 ? 2 : 4;
+
+  // Shared memory.
+  u32* hist;  // [2][NB]
+  u32* ghist;
+  u32* buf_key;
+  u32* buf_idx;
+  u64* list;
+  Cached* cache;
+  RowControl* ctl;
+  u32 out_addr;  // cluster address of the leader's ctl->out
+  u32 tie_addr;
+
+  // The row and this CTA's slice of it.
+  const Raw* row;
+  int* out_idx;
+  Raw* out_val;
+  int k;
+  int s0;   // first column of the slice
+  int len;  // slice length
+  int head;  // elements before the first 16-byte boundary
+  int nvec;  // full 16-byte vectors after the head
+  int shift;  // cache slot of element j is j + shift (aligns the body)
+  int cache_len;  // elements [0, cache_len) of the slice are cached
+  int S;          // candidate-buffer capacity
+  bool smallest;
+  bool values;
+
+  // Round state (identical in every CTA of the cluster).
+  int pass;
+  int action;
+  u32 bin;
+  u32 need;  // elements still needed from the threshold bin
+  u32 mask;  // exact key bits resolved by earlier passes
+  u32 prefix;
+  u32 coarse_bin;
+  u32* hist_next;
+  bool buffering;
+
+  __device__ __forceinline__ u32 coarse_digit(u32 key) const {
+    if (P::kDtype == kF32) {
+      const u32 kk = smallest ? ~key : key;
+      const u32 raw = (kk & 0x80000000u) ? (kk & 0x7fffffffu) : ~kk;
+      return K::half_digit(raw, smallest);
+    }
+    return key >> 8;
+  }
+
+  __device__ __forceinline__ u32 digit(u32 key, int p) const {
+    if (kCoarse && p == 0) return coarse_digit(key);
+    const int j = p - (kCoarse ? 1 : 0);
+    const int hi = KB - j * R;
+    const int lo = hi - R > 0 ? hi - R : 0;
+    return (key >> lo) & ((1u << (hi - lo)) - 1u);
+  }
+
+  __device__ __forceinline__ bool matches(u32 key, bool from_buffer) const {
+    if (pass == 0) return true;
+    if (kCoarse && !from_buffer && coarse_digit(key) != coarse_bin) return false;
+    return (key & mask) == prefix;
+  }
+
+  __device__ __forceinline__ void write(u32 pos, u32 col) const {
+    out_idx[pos] = static_cast<int>(col);
+    if (values) out_val[pos] = row[col];
+  }
+
+  // Adds the digits of the `m`-masked elements to `h`. A warp whose elements
+  // all share one digit (all-equal rows, few distinct values) adds once
+  // instead of hammering one bin with 32 atomics.
+  template <int N>
+  __device__ __forceinline__ void hist_add(u32* h, const u32 (&d)[N], u32 m) const {
+    const u32 cnt = __popc(m);
+    u32 d0 = 0;
+    bool single = true;
+    bool have = false;
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      if ((m >> i) & 1u) {
+        if (!have) {
+          d0 = d[i];
+          have = true;
+        } else if (d[i] != d0) {
+          single = false;
+        }
+      }
+    }
+    const u32 any = __ballot_sync(kFullMask, cnt != 0);
+    if (any == 0) return;
+    const u32 ref = __shfl_sync(kFullMask, d0, __ffs(any) - 1);
+    if (__all_sync(kFullMask, cnt == 0 || (single && d0 == ref))) {
+      const u32 total = __reduce_add_sync(kFullMask, cnt);
+      if (lane_id() == 0) atomicAdd(&h[ref], total);
+      return;
+    }
+    if (single) {
+      if (cnt) atomicAdd(&h[d0], cnt);
+      return;
+    }
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+      if ((m >> i) & 1u) atomicAdd(&h[d[i]], 1u);
+  }
+
+  // Reserves `cnt` consecutive slots per lane from the counter at `addr`
+  // (one atomic per warp) and returns this lane's first slot.
+  __device__ __forceinline__ u32 reserve(u32 addr, u32 cnt, bool cluster_wide) const {
+    u32 total;
+    const u32 pre = warp_exclusive_small<4>(cnt, &total);
+    u32 base = 0;
+    if (lane_id() == 0 && total)
+      base = cluster_wide ? Cl::atomic_add(addr, total) : Cluster<1>::atomic_add(addr, total);
+    return __shfl_sync(kFullMask, base, 0) + pre;
+  }
+
+  // One step of a scan: N elements per lane, all 32 lanes of the warp
+  // together (valid == 0 for lanes without work).
+  template <int N>
+  __device__ __forceinline__ void process(const u32 (&key)[N], const u32 (&col)[N], u32 valid,
+                                          bool from_buffer) {
+    u32 sel = 0, eq = 0;
+    u32 dig[N];
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      dig[i] = 0;
+      if (((valid >> i) & 1u) && matches(key[i], from_buffer)) {
+        const u32 d = digit(key[i], pass);
+        if (d > bin || (action == kSelectAll && d == bin))
+          sel |= 1u << i;
+        else if (d == bin)
+          eq |= 1u << i;
+      }
+    }
+    if (__any_sync(kFullMask, sel != 0)) {
+      u32 pos = reserve(out_addr, __popc(sel), true);
+#pragma unroll
+      for (int i = 0; i < N; ++i)
+        if ((sel >> i) & 1u) write(pos++, col[i]);
+    }
+    if (action == kSelectAll) return;
+    if (action == kFilter) {
+      if (buffering) {
+        if (__any_sync(kFullMask, eq != 0)) {
+          u32 pos = reserve(smem_addr(&ctl->buf_n), __popc(eq), false);
+#pragma unroll
+          for (int i = 0; i < N; ++i)
+            if ((eq >> i) & 1u) {
+              buf_key[pos] = key[i];
+              buf_idx[pos] = col[i];
+              ++pos;
+            }
+        }
+      }
+      if (pass + 1 < kPasses) {
+#pragma unroll
+        for (int i = 0; i < N; ++i) dig[i] = digit(key[i], pass + 1);
+        hist_add(hist_next, dig, eq);
+      }
+    } else if (action == kTies) {
+      if (__any_sync(kFullMask, eq != 0)) {
+        u32 t = reserve(tie_addr, __popc(eq), true);
+#pragma unroll
+        for (int i = 0; i < N; ++i)
+          if ((eq >> i) & 1u) {
+            if (t < need) write(static_cast<u32>(k) - need + t, col[i]);
+            ++t;
+          }
+      }
+    } else {  // kRankList
+      if (__any_sync(kFullMask, eq != 0)) {
+        u32 pos = reserve(smem_addr(&ctl->list_n), __popc(eq), false);
+#pragma unroll
+        for (int i = 0; i < N; ++i)
+          if ((eq >> i) & 1u) {
+            list[pos] = (static_cast<u64>(key[i]) << 32) | (0xffffffffu - col[i]);
+            ++pos;
+          }
+      }
+    }
+  }
+
+  __device__ __forceinline__ static void unpack(const uint4& q, u32 (&raw)[V]) {
+    const u32 w[4] = {q.x, q.y, q.z, q.w};
+    if (V == 4) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) raw[i] = w[i];
+    } else {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        raw[(2 * i) % V] = w[i] & 0xffffu;
+        raw[(2 * i + 1) % V] = w[i] >> 16;
+      }
+    }
+  }
+
+  // Visits the slice elements [g0, len) from global memory. F(raw[N],
+  // col[N], valid) is called warp-uniformly. Head and tail elements (outside
+  // the 16-byte-aligned body) go through warp 0, one per lane.
+  template <class F>
+  __device__ __forceinline__ void visit_global(int g0, const F& f) const {
+    const int warp = threadIdx.x >> 5;
+    const u32 lane = lane_id();
+    // Scalars: the head (when g0 == 0) and the tail.
+    const int tail0 = head + nvec * V;
+    const int nhead = g0 == 0 ? head : 0;
+    const int ntail = len - (tail0 > g0 ? tail0 : g0);
+    if (warp == 0 && (nhead > 0 || ntail > 0)) {
+      u32 raw[1] = {0}, col[1] = {0};
+      u32 valid = 0;
+      int j = -1;
+      if (static_cast<int>(lane) < nhead)
+        j = lane;
+      else if (static_cast<int>(lane) - nhead < ntail)
+        j = len - ntail + (lane - nhead);
+      if (j >= 0) {
+        raw[0] = row[s0 + j];
+        col[0] = s0 + j;
+        valid = 1;
+      }
+      f(raw, col, valid, j);
+    }
+    const int v0 = g0 <= head ? 0 : (g0 - head) / V;
+    const uint4* body = reinterpret_cast<const uint4*>(row + s0 + head);
+    for (int base = v0 + warp * 32; base < nvec; base += T * kUnroll) {
+      uint4 q[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int v = base + u * T + lane;
+        if (v < nvec) q[u] = body[v];
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int v = base + u * T + lane;
+        if (base + u * T >= nvec) break;  // warp-uniform
+        u32 raw[V], col[V];
+        unpack(q[u], raw);
+        const int j = head + v * V;
+#pragma unroll
+        for (int i = 0; i < V; ++i) col[i] = s0 + j + i;
+        f(raw, col, v < nvec ? (1u << V) - 1u : 0u, j);
+      }
+    }
+  }
+
+  // Scans the current candidates (buffer, or cached slice then global
+  // memory) with the current action.
+  __device__ __forceinline__ void scan(bool from_buffer) {
+    if (from_buffer) {
+      const u32 n = ctl->buf_n;
+      for (u32 base = (threadIdx.x >> 5) * 32; base < n; base += T) {
+        const u32 i = base + lane_id();
+        u32 key[1] = {0}, col[1] = {0};
+        if (i < n) {
+          key[0] = buf_key[i];
+          col[0] = buf_idx[i];
+        }
+        process(key, col, i < n ? 1u : 0u, true);
+      }
+      return;
+    }
+    if (cache_len > 0) {
+      const int W = (shift + cache_len + V - 1) / V;
+      const uint4* cv = reinterpret_cast<const uint4*>(cache);
+      for (int base = (threadIdx.x >> 5) * 32; base < W; base += T) {
+        const int w = base + lane_id();
+        u32 key[V], col[V];
+        u32 valid = 0;
+        if (w < W) {
+          const uint4 q = cv[w];
+          if (V == 4) {
+            key[0] = q.x;
+            key[1] = q.y;
+            key[2] = q.z;
+            key[3] = q.w;
+          } else {
+            unpack(q, key);
+          }
+#pragma unroll
+          for (int i = 0; i < V; ++i) {
+            const int c = w * V + i;
+            col[i] = s0 + c - shift;
+            if (c >= shift && c < shift + cache_len) valid |= 1u << i;
+          }
+        } else {
+#pragma unroll
+          for (int i = 0; i < V; ++i) key[i] = col[i] = 0;
+        }
+        process(key, col, valid, false);
+      }
+    }
+    if (cache_len < len) visit_global(cache_len, ScanOp{this});
+  }
+
+  // Keys of elements read from global memory, handed to process().
+  struct ScanOp {
+    RowSelect* self;
+    template <int N>
+    __device__ __forceinline__ void operator()(const u32 (&raw)[N], const u32 (&col)[N], u32 valid, int) const {
+      u32 key[N];
+#pragma unroll
+      for (int i = 0; i < N; ++i) key[i] = K::key(raw[i], self->smallest);
+      self->process(key, col, valid, false);
+    }
+  };
+
+  // Pass 0: histogram of the first digit over the slice; fills the cache.
+  struct Pass0Op {
+    RowSelect* self;
+    template <int N>
+    __device__ __forceinline__ void operator()(const u32 (&raw)[N], const u32 (&col)[N], u32 valid, int j) const {
+      RowSelect& s = *self;
+      u32 key[N], d[N];
+#pragma unroll
+      for (int i = 0; i < N; ++i) {
+        key[i] = K::key(raw[i], s.smallest);
+        d[i] = s.digit(key[i], 0);
+      }
+      s.hist_add(s.hist, d, valid);
+      if (s.cache_len > 0) {
+        if (N == V && valid == (1u << V) - 1u && j + V <= s.cache_len) {
+          uint4 q;
+          if (V == 4) {
+            q.x = key[0];
+            q.y = key[1 % N];
+            q.z = key[2 % N];
+            q.w = key[3 % N];
+          } else {
+            q.x = key[0] | (key[1 % N] << 16);
+            q.y = key[2 % N] | (key[3 % N] << 16);
+            q.z = key[4 % N] | (key[5 % N] << 16);
+            q.w = key[6 % N] | (key[7 % N] << 16);
+          }
+          *reinterpret_cast<uint4*>(s.cache + s.shift + j) = q;
+        } else {
+#pragma unroll
+          for (int i = 0; i < N; ++i)
+            if (((valid >> i) & 1u) && j + i < s.cache_len) s.cache[s.shift + j + i] = static_cast<Cached>(key[i]);
+        }
+      }
+    }
+  };
+  __device__ __forceinline__ void pass0() { visit_global(0, Pass0Op{this}); }
+
+  // Final step when few candidates remain: every candidate counts the
+  // candidates (in all CTAs) that beat it; ties go to the lower index.
+  __device__ __forceinline__ void rank_finish() {
+    const u32 n_local = ctl->list_n;
+    for (u32 i = threadIdx.x; i < n_local; i += T) {
+      const u64 x = list[i];
+      u32 r = 0;
+      for (int c = 0; c < (C > 1 ? C : 1); ++c) {
+        const u32 n = Cl::load(Cl::map(&ctl->list_n, c));
+        const u32 a = Cl::map(list, c);
+        for (u32 j = 0; j < n; ++j) r += Cl::load64(a + 8 * j) > x ? 1u : 0u;
+      }
+      if (r < need) write(static_cast<u32>(k) - need + r, 0xffffffffu - static_cast<u32>(x));
+    }
+  }
+
+  __device__ void run(const TopkArgs& a, unsigned char* smem, RowControl* control) {
+    const int rowi = blockIdx.x / (C > 1 ? C : 1);
+    const u32 rank = Cl::rank();
+    smallest = (a.flags & TOPK_FLAG_SMALLEST) != 0;
+    values = (a.flags & TOPK_FLAG_VALUES) != 0 && a.out_val != nullptr;
+    k = a.k;
+    row = static_cast<const Raw*>(a.input) + static_cast<long long>(rowi) * a.row_stride;
+    out_idx = a.out_idx + static_cast<long long>(rowi) * k;
+    out_val = values ? static_cast<Raw*>(a.out_val) + static_cast<long long>(rowi) * k : nullptr;
+    int start = 0, end = a.n;
+    if (a.flags & TOPK_FLAG_RANGES) {
+      start = a.ranges[2 * rowi];
+      end = a.ranges[2 * rowi + 1];
+      start = start < 0 ? 0 : (start > a.n ? a.n : start);
+      end = end < start ? start : (end > a.n ? a.n : end);
+    }
+    const int L = end - start;
+    const int CC = C > 1 ? C : 1;
+    int chunk = (L + CC - 1) / CC;
+    chunk = (chunk + V - 1) / V * V;
+    s0 = start + static_cast<int>(rank) * chunk;
+    if (s0 > end) s0 = end;
+    const int s1 = s0 + chunk < end ? s0 + chunk : end;
+    len = s1 - s0;
+
+    if (L <= k) {  // Everything in range is selected; pad the rest.
+      const u32 gt = rank * T + threadIdx.x;
+      for (int j = threadIdx.x; j < len; j += T) write(s0 - start + j, s0 + j);
+      for (int pos = L + gt; pos < k; pos += CC * T) {
+        out_idx[pos] = -1;
+        if (values) out_val[pos] = static_cast<Raw>(K::kLowest);
+      }
+      return;
+    }
+
+    S = a.buffer > 0 ? a.buffer : 0;
+    const bool rank_ok = a.rounds < kPasses - 1;
+    {
+      // The launch must provide the layout the host computed; a mismatch is
+      // a host bug, and trapping beats corrupting shared memory.
+      u32 dyn;
+      asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
+      const int want = smem_layout_bytes(P::kHistSmem, S, rank_ok, a.cache_cap / V * V, sizeof(Cached));
+      if (static_cast<int>(dyn) < want || a.smem_bytes != static_cast<int>(dyn)) __trap();
+    }
+    const unsigned long long addr = reinterpret_cast<unsigned long long>(row + s0);
+    head = static_cast<int>(((16u - (addr & 15u)) & 15u) / sizeof(Raw));
+    if (head > len) head = len;
+    nvec = (len - head) / V;
+    shift = (V - head % V) % V;
+    cache_len = 0;
+    const int cap = a.cache_cap / V * V;  // whole vectors: the scan reads them whole
+    if (cap > shift) {
+      const int avail = cap - shift;
+      if (avail >= len)
+        cache_len = len;
+      else if (avail >= head)
+        cache_len = head + (avail - head) / V * V;
+    }
+
+    ctl = control;
+    hist = reinterpret_cast<u32*>(smem);
+    ghist = hist + 2 * NB;
+    buf_key = ghist + (C > 1 ? NB : 0);
+    buf_idx = buf_key + S;
+    list = reinterpret_cast<u64*>(buf_idx + S);
+    cache = reinterpret_cast<Cached*>(smem + smem_layout_bytes(P::kHistSmem, S, rank_ok, 0, 0));
+    out_addr = Cl::map(&ctl->out, 0);
+    tie_addr = Cl::map(&ctl->tie, 0);
+
+    for (int i = threadIdx.x; i < 2 * NB; i += T) hist[i] = 0;
+    if (threadIdx.x == 0) {
+      ctl->out = 0;
+      ctl->tie = 0;
+      ctl->buf_n = 0;
+      ctl->list_n = 0;
+      ctl->max_local = 0;
+    }
+    pass = 0;
+    action = kFilter;
+    bin = 0;
+    mask = 0;
+    prefix = 0;
+    coarse_bin = 0;
+    buffering = false;
+    bool buffered = false;
+    u32 k_rem = static_cast<u32>(k);
+    __syncthreads();
+
+    pass0();
+
+    int cur = 0;
+    for (;;) {
+      Cl::sync();  // hist[cur] is complete in every CTA of the cluster
+      const u32* g = hist + cur * NB;
+      if (C > 1) {
+        for (int i = threadIdx.x; i < NB; i += T) {
+          u32 s = 0;
+          for (int c = 0; c < C; ++c) s += Cl::load(Cl::map(hist + cur * NB + i, c));
+          ghist[i] = s;
+        }
+        __syncthreads();
+        g = ghist;
+      }
+      const ThresholdResult thr = find_threshold<T, NB>(g, k_rem, &ctl->thr, ctl->scan_scratch);
+      bin = thr.bin;
+      need = k_rem - thr.above;
+
+      if (pass == 0 && S > 0) {
+        // Buffer only if every CTA's share of the threshold bin fits.
+        if (C > 1) {
+          if (threadIdx.x < static_cast<unsigned>(C))
+            atomicMax(&ctl->max_local, Cl::load(Cl::map(hist + bin, threadIdx.x)));
+          __syncthreads();
+          buffering = ctl->max_local <= static_cast<u32>(S);
+        } else {
+          buffering = thr.count <= static_cast<u32>(S);
+        }
+      }
+
+      const bool last = pass == kPasses - 1;
+      if (thr.count == need) {
+        action = kSelectAll;
+        scan(buffered);
+        break;
+      }
+      if (last) {
+        action = kTies;
+        scan(buffered);
+        break;
+      }
+      if (rank_ok && buffered && pass >= a.rounds && thr.count <= static_cast<u32>(TOPK_RANK_CAP)) {
+        action = kRankList;
+        scan(true);
+        Cl::sync();
+        rank_finish();
+        break;
+      }
+      const int nxt = cur ^ 1;
+      hist_next = hist + nxt * NB;
+      for (int i = threadIdx.x; i < NB; i += T) hist_next[i] = 0;
+      __syncthreads();
+      action = kFilter;
+      scan(buffered);
+      buffered = buffered || buffering;
+      buffering = false;
+      if (kCoarse && pass == 0) {
+        coarse_bin = bin;
+      } else {
+        const int j = pass - (kCoarse ? 1 : 0);
+        const int hi = KB - j * R;
+        const int lo = hi - R > 0 ? hi - R : 0;
+        mask |= ((1u << (hi - lo)) - 1u) << lo;
+        prefix |= bin << lo;
+      }
+      k_rem = need;
+      cur = nxt;
+      ++pass;
+    }
+    if (C > 1) Cl::sync();  // peers may still read this CTA's shared memory
+  }
+};
+
+}  // namespace topk

@@ -1,0 +1,66 @@
+// Basic types and warp-level building blocks. Self-contained: NVRTC compiles
+// these templates without any CUDA header, so nothing here includes one.
+#pragma once
+
+namespace topk {
+
+typedef unsigned int u32;
+typedef unsigned short u16;
+typedef unsigned long long u64;
+
+constexpr u32 kFullMask = 0xffffffffu;
+
+__device__ __forceinline__ u32 lane_id() { return threadIdx.x & 31u; }
+
+__device__ __forceinline__ u32 lanemask_lt() {
+  u32 m;
+  asm("mov.u32 %0, %%lanemask_lt;" : "=r"(m));
+  return m;
+}
+
+// Exclusive prefix over the warp of small per-lane counts (0 <= v < 2^BITS),
+// built from one ballot per bit: cheaper than a shuffle scan when BITS <= 4.
+template <int BITS>
+__device__ __forceinline__ u32 warp_exclusive_small(u32 v, u32* total) {
+  const u32 lt = lanemask_lt();
+  u32 prefix = 0, sum = 0;
+#pragma unroll
+  for (int b = 0; b < BITS; ++b) {
+    const u32 m = __ballot_sync(kFullMask, (v >> b) & 1u);
+    prefix += static_cast<u32>(__popc(m & lt)) << b;
+    sum += static_cast<u32>(__popc(m)) << b;
+  }
+  *total = sum;
+  return prefix;
+}
+
+// Inclusive suffix sum over the warp (lane i gets the sum of lanes i..31).
+__device__ __forceinline__ u32 warp_inclusive_suffix(u32 v) {
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const u32 o = __shfl_down_sync(kFullMask, v, d);
+    if (lane_id() + d < 32) v += o;
+  }
+  return v;
+}
+
+// Inclusive prefix sum over the warp.
+__device__ __forceinline__ u32 warp_inclusive_prefix(u32 v) {
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const u32 o = __shfl_up_sync(kFullMask, v, d);
+    if (lane_id() >= static_cast<u32>(d)) v += o;
+  }
+  return v;
+}
+
+template <int A, int B>
+struct Max {
+  static constexpr int value = A > B ? A : B;
+};
+
+__host__ __device__ constexpr int ceil_div(long long a, long long b) {
+  return static_cast<int>((a + b - 1) / b);
+}
+
+}  // namespace topk

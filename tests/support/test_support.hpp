@@ -1,0 +1,30 @@
+// Helpers shared by the tests: GPU detection (GPU tests skip without one)
+// and per-test temporary paths.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace topk::testing {
+
+// True when a CUDA driver and at least one device are present; otherwise
+// `why` says what is missing.
+bool HaveGpu(std::string* why);
+
+// A fresh path under the test temp dir ($TOPK_TEST_TMP or /tmp), unique per
+// process and call; the file does not exist yet.
+std::string TempPath(const std::string& name);
+
+// Directory of the built executables ($TOPK_BIN_DIR), for tests that run the
+// CLI or the tuner worker.
+std::string BinDir();
+
+}  // namespace topk::testing
+
+// Skips the current test with the reason when there is no GPU.
+#define TOPK_REQUIRE_GPU()                                             \
+  do {                                                                 \
+    std::string topk_why_;                                             \
+    if (!::topk::testing::HaveGpu(&topk_why_)) GTEST_SKIP() << topk_why_; \
+  } while (0)
