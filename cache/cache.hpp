@@ -40,6 +40,16 @@ struct DeviceRecord {
   std::string ArchName() const { return "sm_" + std::to_string(cc_major * 10 + cc_minor); }
 };
 
+// A variant as recorded in the cache. PutMeasurement and PutWinner record
+// the variant of their Config (with an empty source hash) when it is new;
+// PutVariant records the hash of its generated source as well.
+struct VariantRecord {
+  std::string id;          // gen::Config::Id()
+  std::string kernel_key;  // gen::Config::KernelKey()
+  gen::Config config;
+  std::string source_hash;  // "" when not recorded
+};
+
 // A compiled kernel binary, keyed by (source_hash, arch, options,
 // compiler_version).
 struct BinaryRecord {
@@ -126,6 +136,13 @@ struct Baseline {
   std::string created;
 };
 
+// Thread safety: one Cache object may be shared by threads (its calls are
+// serialized); several Cache objects and processes may use one file at once.
+// Nothing here throws, prints or exits.
+//
+// Timestamps (Measurement::created, Winner::updated, Baseline::created) are
+// set by the cache when a row is written, as ISO-8601 UTC with milliseconds
+// ("2025-01-31T12:00:00.123Z"), so that they order as strings.
 class Cache {
  public:
   // Opens (creating if missing, with parent directories) and migrates the
@@ -135,7 +152,9 @@ class Cache {
   // never modified when Open fails.
   static StatusOr<std::unique_ptr<Cache>> Open(const std::string& path);
   // Opens read-only (never creates or migrates; an older schema is read as
-  // is when compatible).
+  // is when compatible: a version-1 file reads with zero p10/p90/min and no
+  // baselines). A missing file is kNotFound; writes return
+  // kFailedPrecondition.
   static StatusOr<std::unique_ptr<Cache>> OpenReadOnly(const std::string& path);
   virtual ~Cache() = default;
 
@@ -147,6 +166,18 @@ class Cache {
   virtual StatusOr<std::vector<DeviceRecord>> Devices() const = 0;
   virtual StatusOr<std::optional<DeviceRecord>> FindDevice(const std::string& fingerprint) const = 0;
 
+  // Variants. PutVariant inserts or updates (a non-empty source hash
+  // replaces the stored one). Added after the first interface: they have
+  // default bodies so that test doubles written against it still compile.
+  virtual Status PutVariant(const gen::Config& config, const std::string& source_hash) {
+    (void)config, (void)source_hash;
+    return Status(Code::kUnimplemented, "Cache::PutVariant", "not implemented by this cache");
+  }
+  virtual StatusOr<std::optional<VariantRecord>> FindVariant(const std::string& variant_id) const {
+    (void)variant_id;
+    return Status(Code::kUnimplemented, "Cache::FindVariant", "not implemented by this cache");
+  }
+
   // Binaries.
   virtual Status PutBinary(const BinaryRecord& b) = 0;  // insert or replace
   virtual StatusOr<std::optional<BinaryRecord>> FindBinary(const std::string& source_hash, const std::string& arch,
@@ -156,14 +187,17 @@ class Cache {
 
   // Measurements. Put inserts one row in its own transaction and returns its
   // id; a later Put for the same (device, variant, problem key, dist,
-  // l2_mode) replaces it (re-timing).
+  // l2_mode) replaces it (re-timing) and keeps its id. An empty variant_id
+  // is taken from m.config.Id(). m.id and m.created are ignored.
   virtual StatusOr<int64_t> PutMeasurement(const Measurement& m) = 0;
-  // Whether a finished measurement exists for this key (resume).
+  // Whether a finished measurement exists for this key (resume). Failures
+  // count: they are recorded precisely so that a resumed run skips them.
   virtual StatusOr<bool> HasMeasurement(const std::string& device_fingerprint, const std::string& variant_id,
                                         const Problem& p, const std::string& input_dist,
                                         const std::string& l2_mode) const = 0;
   // Measurements of one device and problem (every variant), or of every
-  // problem when `p` is null.
+  // problem when `p` is null; of every device when the fingerprint is
+  // empty. Ordered by id (insertion order).
   virtual StatusOr<std::vector<Measurement>> Measurements(const std::string& device_fingerprint,
                                                           const Problem* p) const = 0;
   virtual StatusOr<int64_t> CountMeasurements() const = 0;
@@ -175,21 +209,35 @@ class Cache {
   // Winners of one device (every device when the fingerprint is empty).
   virtual StatusOr<std::vector<Winner>> Winners(const std::string& device_fingerprint) const = 0;
   // Winners with the same dtype and flags as `p` (for nearest-shape
-  // dispatch), on the given device fingerprints.
+  // dispatch), on the given device fingerprints (every device when the list
+  // is empty).
   virtual StatusOr<std::vector<Winner>> WinnersLike(const std::vector<std::string>& device_fingerprints,
                                                     const Problem& p) const = 0;
 
-  // Baselines.
+  // Baselines, keyed by (device, problem key, name).
   virtual Status PutBaseline(const Baseline& b) = 0;  // insert or replace
+  // Baselines of one device (every device when the fingerprint is empty).
   virtual StatusOr<std::vector<Baseline>> Baselines(const std::string& device_fingerprint) const = 0;
 
   // Export every row (devices, variants, binaries as base64, measurements,
   // winners, baselines) as JSON Lines, one object per line with a "table"
-  // field; Import reads that format (rows already present are kept).
+  // field; the first line is {"table":"meta","schema_version":N,...}.
+  // Binaries are left out unless include_binaries. The file is written
+  // beside out_path and renamed into place, so a failed export leaves no
+  // partial file.
   virtual Status ExportJsonl(const std::string& out_path, bool include_binaries) const = 0;
+  // Import reads that format. Rows already present are kept; on a conflict
+  // the Merge rule applies (a strictly newer measurement, winner or baseline
+  // replaces the stored one). All lines go in one transaction: a malformed
+  // line fails the import with kInvalidArgument naming the line number and
+  // leaves the cache unchanged.
   virtual Status ImportJsonl(const std::string& in_path) = 0;
-  // Copies every row of another cache file into this one; on conflicts the
-  // newer measurement / winner (by `created` / `updated`) wins.
+  // Copies every row of another cache file (opened read-only, never
+  // modified) into this one, in one transaction; on conflicts the newer
+  // measurement / winner / baseline (by `created` / `updated`) wins, ties
+  // keep this cache's row; devices, variants and binaries already present
+  // are kept. A missing, non-SQLite or newer-schema file fails with the
+  // Status of OpenReadOnly and leaves this cache unchanged.
   virtual Status Merge(const std::string& other_path) = 0;
 
   // PRAGMA integrity_check == "ok".

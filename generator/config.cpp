@@ -42,10 +42,12 @@ std::string Config::Id() const {
   return s.str();
 }
 
+int Config::cluster_class() const { return cluster > 1 ? 2 : cluster; }
+
 std::string Config::KernelKey() const {
   std::ostringstream s;
-  s << "kernel_" << DTypeName(dtype) << "_b" << block_threads << "_r" << radix_bits << (half_first ? "h" : "")
-    << "_c" << cluster << "_i" << items;
+  s << "kernel_" << DTypeName(dtype) << "_b" << block_threads << "_r" << radix_bits << (half_first ? "h" : "") << "_c"
+    << (cluster > 1 ? std::string("N") : std::to_string(cluster)) << "_i" << items;
   return s.str();
 }
 
@@ -234,7 +236,7 @@ std::vector<Config> EnumerateKernels(DType dtype, const Arch& arch) {
   RadixKinds(dtype, &kinds);
   for (int b : {128, 256, 512, 1024})
     for (auto [r, h] : kinds)
-      for (int cl : {1, 2, 4, 8, 16}) {
+      for (int cl : {1, 2}) {  // one clustered binary serves sizes 2..16
         Config c;
         c.dtype = dtype;
         c.block_threads = b;

@@ -26,8 +26,10 @@ struct Config {
   // the refinement passes then use radix_bits on the exact key.
   bool half_first = false;
   int smem_buffer = 4096;  // candidate indices kept in shared memory (0: re-read)
-  // [code] 0 = one warp per row (several rows per CTA, short rows);
-  // 1 = one CTA per row; 2, 4, 8, 16 = CTAs of a thread-block cluster per row.
+  // [code: 0, 1 or clustered] 0 = one warp per row (several rows per CTA,
+  // short rows); 1 = one CTA per row; 2, 4, 8, 16 = CTAs of a thread-block
+  // cluster per row (one binary serves every cluster size: it is a launch
+  // attribute).
   int cluster = 1;
   int rounds = 1;          // refinement passes before direct ranking is allowed
   bool row_cache = true;   // keep the row in shared memory as far as it fits
@@ -36,6 +38,8 @@ struct Config {
   bool operator==(const Config&) const = default;
 
   bool warp_mode() const { return cluster == 0; }
+  // The template's CLUSTER parameter: 0, 1, or 2 for any cluster size.
+  int cluster_class() const;
   int key_bits() const { return dtype == DType::kF32 ? 32 : 16; }
   // Digit passes over a key: ceil(key_bits / radix_bits), plus the coarse one.
   int passes() const;

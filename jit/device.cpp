@@ -10,7 +10,7 @@ namespace topk::jit {
 
 std::string DeviceInfo::Fingerprint() const {
   return name + "|sm_" + std::to_string(cc_major * 10 + cc_minor) + "|" + std::to_string(sm_count) + "sm|L2=" +
-         std::to_string(l2_bytes) + "|driver=" + std::to_string(driver_version) + "|" + compiler_version;
+         std::to_string(l2_bytes);
 }
 
 gen::Arch DeviceInfo::ToArch() const {
@@ -138,6 +138,29 @@ Status Context::MakeCurrent() const {
   return Status::Ok();
 }
 
+ContextGuard::ContextGuard(CUcontext ctx) {
+  auto d = GetDriver();
+  if (!d.ok()) {
+    status_ = d.status();
+    return;
+  }
+  CUcontext cur = nullptr;
+  (*d)->cuCtxGetCurrent(&cur);
+  if (cur == ctx) return;
+  const CUresult r = (*d)->cuCtxPushCurrent(ctx);
+  if (r != CUDA_SUCCESS) {
+    status_ = CudaStatus(r, "cuCtxPushCurrent", __FILE__, __LINE__);
+    return;
+  }
+  pushed_ = true;
+}
+
+ContextGuard::~ContextGuard() {
+  if (!pushed_) return;
+  CUcontext popped;
+  (*GetDriver())->cuCtxPopCurrent(&popped);
+}
+
 StatusOr<std::unique_ptr<Module>> Module::Load(const std::vector<char>& cubin, const std::string& lowered_name) {
   CUmodule m = nullptr;
   CUfunction f = nullptr;
@@ -179,7 +202,7 @@ StatusOr<ResourceUsage> Module::Usage() const {
 }
 
 LaunchShape ComputeLaunch(const gen::Config& c, const Problem& p, int64_t batch, const gen::Arch& arch,
-                          TopkArgs* args) {
+                          TopkArgs* args, int max_cache_keys) {
   LaunchShape s;
   s.block = static_cast<unsigned>(c.block_threads);
   args->buffer = 0;
@@ -206,6 +229,7 @@ LaunchShape ComputeLaunch(const gen::Config& c, const Problem& p, int64_t batch,
     chunk = (chunk + v - 1) / v * v + v;
     const int64_t avail = (arch.max_smem_optin - arch.static_smem_reserve - fixed) / key_bytes;
     int64_t cap = std::min<int64_t>(chunk, std::max<int64_t>(avail, 0));
+    if (max_cache_keys >= 0) cap = std::min<int64_t>(cap, max_cache_keys);
     cap = cap / v * v;
     args->cache_cap = static_cast<int>(cap);
     s.smem_bytes = fixed + static_cast<int>(cap) * key_bytes;
@@ -216,8 +240,15 @@ LaunchShape ComputeLaunch(const gen::Config& c, const Problem& p, int64_t batch,
   return s;
 }
 
-Status PrepareFunction(CUfunction f, const LaunchShape& s) {
-  TOPK_CU(cuFuncSetAttribute, f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, s.smem_bytes);
+Status PrepareFunction(CUfunction f, const LaunchShape& s, int max_smem_optin) {
+  // The attribute is a cap, not a reservation, and several plans may share
+  // one function with different row-cache sizes: always raise it to what the
+  // device allows, never to this launch's size (a later, smaller value would
+  // break an earlier plan's larger launch).
+  int static_smem = 0;
+  TOPK_CU(cuFuncGetAttribute, &static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f);
+  const int cap = std::max(s.smem_bytes, max_smem_optin - static_smem);
+  TOPK_CU(cuFuncSetAttribute, f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, cap);
   if (s.cluster > 8) TOPK_CU(cuFuncSetAttribute, f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
   return Status::Ok();
 }

@@ -31,8 +31,9 @@ struct DeviceInfo {
   std::string compiler_version;  // NVRTC
   std::string uuid;
 
-  // Name, compute capability, SM count, L2, driver and NVRTC version: two
-  // devices with equal fingerprints get the same tuning results.
+  // Name, compute capability, SM count and L2 size: two devices with equal
+  // fingerprints share tuning results. Driver and NVRTC versions are kept
+  // beside it (and key the binaries) but an update does not orphan results.
   std::string Fingerprint() const;
   std::string ArchName() const { return "sm_" + std::to_string(cc_major * 10 + cc_minor); }
   gen::Arch ToArch() const;
@@ -61,6 +62,21 @@ class Context {
   CUcontext ctx_;
 };
 
+// Makes `ctx` current on this thread for the guard's lifetime (pushing it
+// only when another context is current) and restores the caller's context.
+class ContextGuard {
+ public:
+  explicit ContextGuard(CUcontext ctx);
+  ~ContextGuard();
+  ContextGuard(const ContextGuard&) = delete;
+  ContextGuard& operator=(const ContextGuard&) = delete;
+  const Status& status() const { return status_; }
+
+ private:
+  bool pushed_ = false;
+  Status status_;
+};
+
 // A loaded cubin with one function. The context must be current.
 class Module {
  public:
@@ -86,13 +102,15 @@ struct LaunchShape {
 
 // Fills the launch-argument knobs of `args` (buffer, rounds, cache capacity,
 // shared memory) for `c` on `p` and returns the launch shape. Pure
-// arithmetic: the same on every thread, no GPU needed.
+// arithmetic: the same on every thread, no GPU needed. `max_cache_keys` >= 0
+// caps the row cache below what fits.
 LaunchShape ComputeLaunch(const gen::Config& c, const Problem& p, int64_t batch, const gen::Arch& arch,
-                          TopkArgs* args);
+                          TopkArgs* args, int max_cache_keys = -1);
 
-// Raises the function's dynamic shared memory limit and allows non-portable
-// cluster sizes when needed. Call once per function before launching.
-Status PrepareFunction(CUfunction f, const LaunchShape& s);
+// Raises the function's dynamic shared memory limit to the device's maximum
+// (`max_smem_optin` bytes per block) and allows non-portable cluster sizes
+// when needed. Idempotent; call before launching.
+Status PrepareFunction(CUfunction f, const LaunchShape& s, int max_smem_optin);
 
 // Whether at least one cluster (or CTA) of this shape fits on the device.
 Status CheckFits(CUfunction f, const LaunchShape& s);

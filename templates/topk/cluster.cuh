@@ -1,7 +1,8 @@
 // Thread-block cluster primitives (sm_90+) through PTX, so that NVRTC needs no
 // cooperative_groups header. Cluster<1> is the single-CTA case: the same calls
 // degrade to __syncthreads() and local shared memory, which lets one kernel
-// body serve both modes.
+// body serve both modes. Cluster<2> means "a cluster of any size": the size
+// comes from the launch (size()).
 #pragma once
 #include "topk/types.cuh"
 
@@ -20,6 +21,13 @@ struct Cluster {
     u32 r;
     asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
     return r;
+  }
+  // CTAs in the cluster: set by the launch, so one binary serves every size.
+  __device__ __forceinline__ static u32 size() {
+    if (C == 1) return 1;
+    u32 n;
+    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
+    return n;
   }
   // Barrier over every thread of every CTA in the cluster, with release /
   // acquire semantics for shared memory (local and distributed).
@@ -41,20 +49,22 @@ struct Cluster {
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(out) : "r"(a), "r"(r));
     return out;
   }
+  // Loads carry no "memory" clobber: their ordering comes from sync(),
+  // whose acquire does; `volatile` keeps them from being merged or hoisted.
   __device__ __forceinline__ static u32 load(u32 addr) {
     u32 v;
     if (C == 1)
-      asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
+      asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(addr));
     else
-      asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
+      asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(addr));
     return v;
   }
   __device__ __forceinline__ static u64 load64(u32 addr) {
     u64 v;
     if (C == 1)
-      asm volatile("ld.shared.u64 %0, [%1];" : "=l"(v) : "r"(addr) : "memory");
+      asm volatile("ld.shared.u64 %0, [%1];" : "=l"(v) : "r"(addr));
     else
-      asm volatile("ld.shared::cluster.u64 %0, [%1];" : "=l"(v) : "r"(addr) : "memory");
+      asm volatile("ld.shared::cluster.u64 %0, [%1];" : "=l"(v) : "r"(addr));
     return v;
   }
   __device__ __forceinline__ static u32 atomic_add(u32 addr, u32 v) {

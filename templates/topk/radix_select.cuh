@@ -46,11 +46,12 @@ struct RowSelect {
   using K = Keys<P::kDtype>;
   using Raw = typename K::Raw;
   using Cached = typename K::Cached;
-  using Cl = Cluster<(P::kCluster > 1 ? P::kCluster : 1)>;
+  using Cl = Cluster<(P::kCluster > 1 ? 2 : 1)>;
+  static constexpr int kMaxCluster = 16;
   static constexpr int T = P::kBlock;
   static constexpr int R = P::kRadix;
   static constexpr int NB = 1 << R;
-  static constexpr int C = P::kCluster;
+  static constexpr bool kClustered = P::kCluster > 1;
   static constexpr int V = K::kVec;
   static constexpr int KB = K::kBits;
   static constexpr bool kCoarse = P::kFirst == 1;
@@ -65,6 +66,7 @@ struct RowSelect {
   u64* list;
   Cached* cache;
   RowControl* ctl;
+  int C;         // CTAs per row (1 without a cluster)
   u32 out_addr;  // cluster address of the leader's ctl->out
   u32 tie_addr;
 
@@ -405,7 +407,7 @@ struct RowSelect {
     for (u32 i = threadIdx.x; i < n_local; i += T) {
       const u64 x = list[i];
       u32 r = 0;
-      for (int c = 0; c < (C > 1 ? C : 1); ++c) {
+      for (int c = 0; c < C; ++c) {
         const u32 n = Cl::load(Cl::map(&ctl->list_n, c));
         const u32 a = Cl::map(list, c);
         for (u32 j = 0; j < n; ++j) r += Cl::load64(a + 8 * j) > x ? 1u : 0u;
@@ -415,7 +417,8 @@ struct RowSelect {
   }
 
   __device__ void run(const TopkArgs& a, unsigned char* smem, RowControl* control) {
-    const int rowi = blockIdx.x / (C > 1 ? C : 1);
+    C = static_cast<int>(Cl::size());
+    const int rowi = blockIdx.x / C;
     const u32 rank = Cl::rank();
     smallest = (a.flags & TOPK_FLAG_SMALLEST) != 0;
     values = (a.flags & TOPK_FLAG_VALUES) != 0 && a.out_val != nullptr;
@@ -431,8 +434,7 @@ struct RowSelect {
       end = end < start ? start : (end > a.n ? a.n : end);
     }
     const int L = end - start;
-    const int CC = C > 1 ? C : 1;
-    int chunk = (L + CC - 1) / CC;
+    int chunk = (L + C - 1) / C;
     chunk = (chunk + V - 1) / V * V;
     s0 = start + static_cast<int>(rank) * chunk;
     if (s0 > end) s0 = end;
@@ -442,7 +444,7 @@ struct RowSelect {
     if (L <= k) {  // Everything in range is selected; pad the rest.
       const u32 gt = rank * T + threadIdx.x;
       for (int j = threadIdx.x; j < len; j += T) write(s0 - start + j, s0 + j);
-      for (int pos = L + gt; pos < k; pos += CC * T) {
+      for (int pos = L + gt; pos < k; pos += C * T) {
         out_idx[pos] = -1;
         if (values) out_val[pos] = static_cast<Raw>(K::kLowest);
       }
@@ -477,7 +479,7 @@ struct RowSelect {
     ctl = control;
     hist = reinterpret_cast<u32*>(smem);
     ghist = hist + 2 * NB;
-    buf_key = ghist + (C > 1 ? NB : 0);
+    buf_key = ghist + (kClustered ? NB : 0);
     buf_idx = buf_key + S;
     list = reinterpret_cast<u64*>(buf_idx + S);
     cache = reinterpret_cast<Cached*>(smem + smem_layout_bytes(P::kHistSmem, S, rank_ok, 0, 0));
@@ -509,10 +511,16 @@ struct RowSelect {
     for (;;) {
       Cl::sync();  // hist[cur] is complete in every CTA of the cluster
       const u32* g = hist + cur * NB;
-      if (C > 1) {
+      if (kClustered) {
+        // All remote loads of a bin are issued before any is used, so their
+        // latencies overlap instead of adding up (CTAs beyond C load nothing).
         for (int i = threadIdx.x; i < NB; i += T) {
+          u32 v[kMaxCluster];
+#pragma unroll
+          for (int c = 0; c < kMaxCluster; ++c) v[c] = c < C ? Cl::load(Cl::map(hist + cur * NB + i, c)) : 0u;
           u32 s = 0;
-          for (int c = 0; c < C; ++c) s += Cl::load(Cl::map(hist + cur * NB + i, c));
+#pragma unroll
+          for (int c = 0; c < kMaxCluster; ++c) s += v[c];
           ghist[i] = s;
         }
         __syncthreads();
@@ -524,7 +532,7 @@ struct RowSelect {
 
       if (pass == 0 && S > 0) {
         // Buffer only if every CTA's share of the threshold bin fits.
-        if (C > 1) {
+        if (kClustered) {
           if (threadIdx.x < static_cast<unsigned>(C))
             atomicMax(&ctl->max_local, Cl::load(Cl::map(hist + bin, threadIdx.x)));
           __syncthreads();
@@ -573,7 +581,7 @@ struct RowSelect {
       cur = nxt;
       ++pass;
     }
-    if (C > 1) Cl::sync();  // peers may still read this CTA's shared memory
+    if (kClustered) Cl::sync();  // peers may still read this CTA's shared memory
   }
 };
 

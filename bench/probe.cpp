@@ -1,0 +1,211 @@
+// topk-probe: times chosen variants on chosen shapes, in process, with the
+// tuner's verification and timing. A development tool for kernel work: it
+// answers "how fast is variant X on shape Y" without a tuning run.
+//
+//   topk-probe --shape f32:64x32768:2048:ranges --variant default --variant radix_f32_b1024_r11_s4096_c2_t2_m1_i0
+//   topk-probe --targets            (the issue-6 target shapes, a built-in candidate list)
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "generator/config.hpp"
+#include "generator/source.hpp"
+#include "jit/driver.hpp"
+#include "jit/kernel_store.hpp"
+#include "tuner/runner.hpp"
+#include "tuner/timing.hpp"
+
+using namespace topk;
+
+namespace {
+
+struct Shape {
+  Problem p;
+  std::string dist = "normal";
+  std::string l2 = "hot";
+};
+
+// "f32:64x32768:2048[:ranges][:values][:smallest][:sorted][:rotate][:dist=logits]"
+bool ParseShape(const std::string& s, Shape* out) {
+  std::vector<std::string> f;
+  size_t a = 0;
+  for (size_t b; (b = s.find(':', a)) != std::string::npos; a = b + 1) f.push_back(s.substr(a, b - a));
+  f.push_back(s.substr(a));
+  if (f.size() < 3) return false;
+  auto dt = ParseDType(f[0]);
+  if (!dt.ok()) return false;
+  out->p.dtype = *dt;
+  if (std::sscanf(f[1].c_str(), "%ldx%ld", &out->p.batch, &out->p.n) != 2) return false;
+  out->p.k = std::atol(f[2].c_str());
+  for (size_t i = 3; i < f.size(); ++i) {
+    if (f[i] == "ranges") out->p.ranges = true;
+    else if (f[i] == "values") out->p.values = true;
+    else if (f[i] == "smallest") out->p.largest = false;
+    else if (f[i] == "sorted") out->p.sorted = true;
+    else if (f[i] == "rotate") out->l2 = "rotate";
+    else if (f[i].rfind("dist=", 0) == 0) out->dist = f[i].substr(5);
+    else return false;
+  }
+  return out->p.Validate().ok();
+}
+
+std::vector<gen::Config> Candidates(const Problem& p, const gen::Arch& arch) {
+  std::vector<gen::Config> v = {gen::DefaultConfig(p, arch)};
+  if (p.n <= 512) {
+    for (int b : {128, 256, 512}) {
+      gen::Config c = v[0];
+      c.block_threads = b;
+      v.push_back(c);
+    }
+    return v;
+  }
+  for (int cl : {1, 2, 4, 8, 16}) {
+    if (cl > 1 && (p.n / cl < 2048 || p.batch * cl > 264)) continue;
+    for (int b : {256, 512, 1024})
+      for (auto [r, h] : std::vector<std::pair<int, bool>>{{11, false}, {8, true}, {8, false}}) {
+        if (h && p.dtype != DType::kF32) continue;
+        gen::Config c;
+        c.dtype = p.dtype;
+        c.block_threads = b;
+        c.radix_bits = r;
+        c.half_first = h;
+        c.cluster = cl;
+        c.smem_buffer = 4096;
+        c.row_cache = true;
+        c.rounds = c.passes() - 1;
+        if (gen::ValidateFor(c, arch, p).ok()) v.push_back(c);
+      }
+  }
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<Shape> shapes;
+  std::vector<std::string> variants;
+  std::string cubins = "/tmp/topk-probe-cubins";
+  bool verify = true;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--shape") {
+      Shape s;
+      const std::string v = next();
+      if (!ParseShape(v, &s)) {
+        std::fprintf(stderr, "bad shape '%s' (e.g. f32:64x32768:2048:ranges)\n", v.c_str());
+        return 2;
+      }
+      shapes.push_back(s);
+    } else if (a == "--variant") {
+      variants.push_back(next());
+    } else if (a == "--cubins") {
+      cubins = next();
+    } else if (a == "--no-verify") {
+      verify = false;
+    } else if (a == "--targets") {
+      for (const char* t : {"f32:64x32768:2048:ranges", "f32:1x131072:2048:ranges", "f32:1x524288:2048:ranges",
+                            "f32:128x131072:2048:ranges", "bf16:128x201088:64:values:rotate:dist=logits",
+                            "f32:256x128256:1024:values:rotate:dist=logits", "f32:4096x256:8:rotate",
+                            "bf16:16384x256:8:rotate"}) {
+        Shape s;
+        ParseShape(t, &s);
+        shapes.push_back(s);
+      }
+    } else {
+      std::fprintf(stderr,
+                   "usage: topk-probe (--shape DT:BxN:K[:ranges][:values][:smallest][:sorted][:rotate][:dist=D])... "
+                   "[--variant ID|default|all]... [--targets] [--cubins DIR] [--no-verify]\n");
+      return 2;
+    }
+  }
+  auto info = jit::QueryDevice(0);
+  if (!info.ok()) {
+    std::fprintf(stderr, "topk-probe: %s\n", info.status().ToString().c_str());
+    return 3;
+  }
+  auto ctx = jit::Context::Primary(0);
+  if (!ctx.ok() || !(*ctx)->MakeCurrent().ok()) return 3;
+  const gen::Arch arch = info->ToArch();
+  auto compiler = jit::MakeNvrtcCompiler();
+  auto store = jit::MakeDirectoryStore(cubins);
+  jit::CompileOptions co;
+  co.arch = info->ArchName();
+  jit::KernelStore ks(compiler.get(), store.get(), co);
+  std::printf("device: %s\n", info->Fingerprint().c_str());
+  int failures = 0;
+  for (const Shape& s : shapes) {
+    auto dist = tuner::ParseDist(s.dist);
+    if (!dist.ok()) return 2;
+    auto dc = tuner::DeviceCase::Make(s.p, *dist, 7);
+    if (!dc.ok()) {
+      std::fprintf(stderr, "%s\n", dc.status().ToString().c_str());
+      return 3;
+    }
+    std::vector<gen::Config> cs;
+    if (variants.empty() || (variants.size() == 1 && variants[0] == "all")) {
+      cs = Candidates(s.p, arch);
+    } else {
+      for (const std::string& v : variants) {
+        if (v == "default") {
+          cs.push_back(gen::DefaultConfig(s.p, arch));
+          continue;
+        }
+        auto c = gen::Config::FromId(v);
+        if (!c.ok() || c->dtype != s.p.dtype) continue;
+        cs.push_back(*c);
+      }
+    }
+    std::printf("\n%s  input=%s l2=%s\n", s.p.ToString().c_str(), s.dist.c_str(), s.l2.c_str());
+    double best = 1e30;
+    std::string best_id;
+    for (const gen::Config& c : cs) {
+      auto fn = ks.Function(gen::GenerateSource(c));
+      CUfunction sort = nullptr;
+      if (s.p.sorted) {
+        auto sf = ks.Function(gen::SortSource(s.p.dtype));
+        if (sf.ok()) sort = *sf;
+      }
+      if (!fn.ok()) {
+        std::printf("  %-44s compile: %s\n", c.Id().c_str(), fn.status().ToString().substr(0, 200).c_str());
+        continue;
+      }
+      auto v = jit::PreparedVariant::Make(c, s.p, arch, *fn, sort);
+      if (!v.ok()) {
+        std::printf("  %-44s %s\n", c.Id().c_str(), v.status().ToString().c_str());
+        continue;
+      }
+      if (verify) {
+        Status st = tuner::RunAndCheck(*v, &*dc, nullptr);
+        if (!st.ok()) {
+          ++failures;
+          std::printf("  %-44s WRONG %s\n", c.Id().c_str(), st.ToString().substr(0, 300).c_str());
+          if (st.code() != Code::kWrongResult) return 4;
+          continue;
+        }
+      }
+      tuner::MeasureSettings ms;
+      ms.l2_mode = s.l2;
+      auto t = tuner::TimeVariant(*v, &*dc, ms, info->l2_bytes, nullptr);
+      if (!t.ok()) {
+        std::printf("  %-44s time: %s\n", c.Id().c_str(), t.status().ToString().c_str());
+        continue;
+      }
+      std::printf("  %-44s %9.2f us  [p10 %.2f p90 %.2f]\n", c.Id().c_str(), t->median, t->p10, t->p90);
+      if (t->median < best) {
+        best = t->median;
+        best_id = c.Id();
+      }
+    }
+    if (!best_id.empty()) std::printf("  best: %s %.2f us\n", best_id.c_str(), best);
+  }
+  return failures ? 1 : 0;
+}

@@ -1,0 +1,186 @@
+// The library behind include/topk/topk.hpp.
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+
+#include "cache/cache.hpp"
+#include "jit/device.hpp"
+#include "jit/driver.hpp"
+#include "jit/kernel_store.hpp"
+#include "jit/variant.hpp"
+#include "runtime/dispatch.hpp"
+#include "topk/topk.hpp"
+
+namespace topk {
+namespace {
+
+bool Aligned(const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % static_cast<uintptr_t>(bytes) == 0; }
+
+class PlanImpl final : public Plan {
+ public:
+  PlanImpl(Problem p, PlanInfo info, jit::PreparedVariant v, CUcontext ctx, bool noop)
+      : problem_(p), info_(std::move(info)), variant_(std::move(v)), ctx_(ctx), noop_(noop) {}
+
+  Status Run(const Args& args, void* stream) const override {
+    const int64_t batch = args.batch < 0 ? problem_.batch : args.batch;
+    if (batch > problem_.batch)
+      return InvalidArgument("Plan::Run", "args.batch " + std::to_string(batch) + " exceeds the planned batch " +
+                                              std::to_string(problem_.batch));
+    if (batch == 0 || problem_.k == 0) return Status::Ok();
+    const int es = DTypeSize(problem_.dtype);
+    if (!args.input) return InvalidArgument("Plan::Run", "input is null");
+    if (!args.indices) return InvalidArgument("Plan::Run", "indices is null");
+    if (problem_.values && !args.values) return InvalidArgument("Plan::Run", "values is null but the plan writes values");
+    if (problem_.ranges && !args.ranges) return InvalidArgument("Plan::Run", "ranges is null but the plan uses ranges");
+    if (!Aligned(args.input, es))
+      return InvalidArgument("Plan::Run", "input is not aligned to its " + std::to_string(es) + "-byte elements");
+    if (!Aligned(args.indices, 4)) return InvalidArgument("Plan::Run", "indices are not 4-byte aligned");
+    if (problem_.values && !Aligned(args.values, es))
+      return InvalidArgument("Plan::Run", "values are not aligned to their " + std::to_string(es) + "-byte elements");
+    if (problem_.ranges && !Aligned(args.ranges, 4)) return InvalidArgument("Plan::Run", "ranges are not 4-byte aligned");
+    if (noop_) return Status::Ok();
+    // Launch in the library's context; the caller's is restored afterwards.
+    jit::ContextGuard guard(ctx_);
+    TOPK_RETURN_IF_ERROR(guard.status());
+    return variant_.Launch(args.input, problem_.ranges ? args.ranges : nullptr, args.indices,
+                           problem_.values ? args.values : nullptr, batch, static_cast<CUstream>(stream));
+  }
+  const Problem& problem() const override { return problem_; }
+  const PlanInfo& info() const override { return info_; }
+
+ private:
+  Problem problem_;
+  PlanInfo info_;
+  jit::PreparedVariant variant_;
+  CUcontext ctx_;
+  bool noop_;
+};
+
+class LibraryImpl final : public Library {
+ public:
+  static StatusOr<std::unique_ptr<Library>> Make(const Options& o) {
+    if (o.device < 0) return InvalidArgument("Library::Open", "device must be >= 0, got " + std::to_string(o.device));
+    auto lib = std::unique_ptr<LibraryImpl>(new LibraryImpl());
+    lib->options_ = o;
+    TOPK_ASSIGN_OR_RETURN(lib->info_, jit::QueryDevice(o.device));
+    if (lib->info_.cc_major < 8)
+      return Status(Code::kUnimplemented, "Library::Open",
+                    lib->info_.name + " is " + lib->info_.ArchName() + "; topk-tune needs sm_80 or newer");
+    TOPK_ASSIGN_OR_RETURN(lib->ctx_, jit::Context::Primary(o.device));
+    lib->arch_ = lib->info_.ToArch();
+    lib->description_ = lib->info_.name + " " + lib->info_.ArchName() + " " + std::to_string(lib->info_.sm_count) + " SMs";
+    if (!o.cache_path.empty()) {
+      auto c = o.write_back ? cache::Cache::Open(o.cache_path) : cache::Cache::OpenReadOnly(o.cache_path);
+      if (c.ok()) {
+        lib->cache_ = std::move(*c);
+        auto devs = lib->cache_->Devices();
+        if (devs.ok())
+          for (const auto& d : *devs)
+            if (d.fingerprint != lib->info_.Fingerprint() && d.cc_major == lib->info_.cc_major &&
+                d.cc_minor == lib->info_.cc_minor)
+              lib->same_arch_.push_back(d.fingerprint);
+      } else {
+        lib->warnings_ = "tuning cache ignored, running on defaults: " + c.status().ToString();
+      }
+    }
+    lib->compiler_ = jit::MakeNvrtcCompiler();
+    if (lib->cache_ && o.write_back) lib->store_ = jit::MakeCacheStore(lib->cache_.get());
+    jit::CompileOptions co;
+    co.arch = lib->info_.ArchName();
+    lib->kernels_ = std::make_unique<jit::KernelStore>(lib->compiler_.get(), lib->store_.get(), co);
+    if (lib->cache_ && !o.write_back) lib->read_only_store_ = jit::MakeCacheStore(lib->cache_.get());
+    return std::unique_ptr<Library>(std::move(lib));
+  }
+
+  StatusOr<std::unique_ptr<Plan>> MakePlan(const Problem& p) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    TOPK_RETURN_IF_ERROR(p.Validate());
+    if (p.sorted && p.k > jit::kMaxSortedK)
+      return Status(Code::kUnimplemented, "MakePlan",
+                    "sorted output supports k <= " + std::to_string(jit::kMaxSortedK) + ", got " + std::to_string(p.k));
+    std::lock_guard<std::mutex> lock(mu_);  // SQLite handle and module loads
+    jit::ContextGuard guard(ctx_->get());
+    TOPK_RETURN_IF_ERROR(guard.status());
+    PlanInfo info;
+    runtime::DispatchDecision d = runtime::Decide(cache_.get(), info_.Fingerprint(), same_arch_,
+                                                  options_.allow_same_arch, p, arch_);
+    const bool noop = p.batch == 0 || p.k == 0;
+    jit::PreparedVariant v;
+    if (!noop) {
+      auto made = Prepare(d.config, p, &info.binary_from_cache);
+      if (!made.ok() && d.source != DispatchSource::kDefault) {
+        // A tuned entry that no longer loads or fits falls back to the default.
+        d = runtime::DispatchDecision();
+        d.config = gen::DefaultConfig(p, arch_);
+        made = Prepare(d.config, p, &info.binary_from_cache);
+      }
+      if (!made.ok()) return made.status();
+      v = std::move(*made);
+    }
+    info.source = d.source;
+    info.variant_id = d.config.Id();
+    info.tuned_shape = d.tuned_shape;
+    info.tuned_median_us = d.tuned_median_us;
+    info.plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return std::unique_ptr<Plan>(new PlanImpl(p, std::move(info), std::move(v), ctx_->get(), noop));
+  }
+
+  const std::string& warnings() const override { return warnings_; }
+  const std::string& device_description() const override { return description_; }
+
+ private:
+  StatusOr<jit::PreparedVariant> Prepare(const gen::Config& c, const Problem& p, bool* from_cache) {
+    bool topk_cached = false, sort_cached = true;
+    auto fn = Function(gen::GenerateSource(c), &topk_cached);
+    if (!fn.ok()) return fn.status();
+    CUfunction sort = nullptr;
+    if (p.sorted) {
+      auto s = Function(gen::SortSource(p.dtype), &sort_cached);
+      if (!s.ok()) return s.status();
+      sort = *s;
+    }
+    *from_cache = topk_cached && sort_cached;
+    return jit::PreparedVariant::Make(c, p, arch_, *fn, sort);
+  }
+
+  // A read-only cache still serves its binaries; only the writes are off.
+  StatusOr<CUfunction> Function(const gen::KernelSource& src, bool* from_cache) {
+    if (read_only_store_) {
+      auto found = read_only_store_->Find(src.hash, info_.ArchName(), kernels_->options().Key(), compiler_->Version());
+      if (found.ok() && found->has_value()) {
+        auto it = ro_modules_.find(src.hash);
+        if (it == ro_modules_.end()) {
+          auto m = jit::Module::Load((*found)->cubin, (*found)->lowered_name);
+          if (m.ok()) it = ro_modules_.emplace(src.hash, std::move(*m)).first;
+        }
+        if (it != ro_modules_.end()) {
+          *from_cache = true;
+          return it->second->function();
+        }
+      }
+    }
+    return kernels_->Function(src, from_cache);
+  }
+
+  Options options_;
+  jit::DeviceInfo info_;
+  gen::Arch arch_;
+  std::shared_ptr<jit::Context> ctx_;
+  std::unique_ptr<cache::Cache> cache_;
+  std::vector<std::string> same_arch_;
+  std::string warnings_;
+  std::string description_;
+  std::unique_ptr<jit::Compiler> compiler_;
+  std::unique_ptr<jit::BinaryStore> store_;
+  std::unique_ptr<jit::BinaryStore> read_only_store_;
+  std::map<std::string, std::unique_ptr<jit::Module>> ro_modules_;
+  std::unique_ptr<jit::KernelStore> kernels_;
+  std::mutex mu_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Library>> Library::Open(const Options& options) { return LibraryImpl::Make(options); }
+
+}  // namespace topk

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds the stripped Release tree that travels to a GPU machine which has the
+# CUDA driver and toolkit but none of the build dependencies:
+#   build-device/bin     executables (tests, worker, CLI, benchmarks)
+#   build-device/lib     libtopk.so plus libsqlite3 / libbenchmark copies
+#   build-device/cubins  precompiled sm_90 kernels (from the compile-all test)
+# Everything finds its libraries through an $ORIGIN rpath.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=build-device
+cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DTOPK_BUILD_BENCH=ON >/dev/null
+targets=(gpu_kernels_test topk-tune-worker topk-probe topk)
+for t in topk-tune topk-bench gpu_tuner_test gpu_runtime_test; do
+  if cmake --build "$B" --target help | grep -q "^\.\.\. $t\$"; then targets+=("$t"); fi
+done
+cmake --build "$B" -j"$(nproc)" --target "${targets[@]}"
+strip --strip-unneeded "$B"/bin/* "$B"/lib/libtopk.so.* 2>/dev/null || true
+for so in libsqlite3.so.0 libbenchmark.so.1debian; do
+  src=$(ldconfig -p | awk -v n="$so" '$1 == n {print $NF; exit}')
+  [[ -n "$src" ]] && cp -L "$src" "$B/lib/$so"
+done
+mkdir -p "$B/cubins"
+if [[ -d build/tests/tmp/cubins ]]; then cp -n build/tests/tmp/cubins/* "$B/cubins/" 2>/dev/null || true; fi
+du -sh "$B/bin" "$B/lib" "$B/cubins"

@@ -1,0 +1,173 @@
+// Every kernel of the family compiles with NVRTC, with no GPU: all of them
+// for sm_90, the ones without clusters for sm_80, for fp32, fp16 and bf16.
+// Prints the counts, the compile time and the register / spill report, and
+// keeps the sm_90 cubins in $TOPK_TEST_TMP/cubins for the GPU tests.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "generator/config.hpp"
+#include "generator/source.hpp"
+#include "jit/compiler.hpp"
+#include "jit/kernel_store.hpp"
+#include "support/test_support.hpp"
+
+namespace topk {
+namespace {
+
+std::string CubinDir() {
+  const char* tmp = std::getenv("TOPK_TEST_TMP");
+  return std::string(tmp && *tmp ? tmp : "/tmp/topk-tests") + "/cubins";
+}
+
+struct Compiled {
+  std::string key;
+  std::string arch;
+  jit::ResourceUsage usage;
+  double ms = 0;
+};
+
+std::vector<Compiled> CompileMany(const std::vector<gen::KernelSource>& srcs, const std::string& arch,
+                                  jit::BinaryStore* store, int* failures) {
+  auto compiler = jit::MakeNvrtcCompiler();
+  jit::CompileOptions o;
+  o.arch = arch;
+  jit::KernelStore ks(compiler.get(), store, o);
+  std::vector<Compiled> out(srcs.size());
+  std::atomic<size_t> next{0};
+  std::atomic<int> failed{0};
+  std::mutex mu;
+  std::vector<std::thread> pool;
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  for (unsigned t = 0; t < threads; ++t)
+    pool.emplace_back([&] {
+      for (size_t i = next++; i < srcs.size(); i = next++) {
+        auto b = ks.Binary(srcs[i]);
+        if (!b.ok()) {
+          ++failed;
+          std::lock_guard<std::mutex> l(mu);
+          ADD_FAILURE() << srcs[i].key << " for " << arch << ": " << b.status().ToString();
+          continue;
+        }
+        out[i] = {srcs[i].key, arch, (*b)->usage, (*b)->compile_ms};
+      }
+    });
+  for (auto& th : pool) th.join();
+  *failures = failed;
+  return out;
+}
+
+TEST(CompileAllTest, EveryKernelCompilesForSm90AndSm80) {
+  auto store = jit::MakeDirectoryStore(CubinDir());
+  int total = 0, failures = 0, spilling = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::ofstream report(CubinDir() + "/../compile_report.tsv");
+  report << "arch\tkernel\tregisters\tstack_bytes\tspill_stores\tspill_loads\tcompile_ms\n";
+  for (const char* arch : {"sm_90", "sm_80"}) {
+    auto a = gen::Arch::FromName(arch);
+    ASSERT_TRUE(a.ok());
+    std::vector<gen::KernelSource> srcs;
+    for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
+      for (const gen::Config& c : gen::EnumerateKernels(dt, *a)) srcs.push_back(gen::GenerateSource(c));
+      srcs.push_back(gen::SortSource(dt));
+    }
+    int f = 0;
+    // sm_90 binaries go to the shared directory for the GPU tests.
+    const auto res = CompileMany(srcs, arch, std::string(arch) == "sm_90" ? store.get() : nullptr, &f);
+    failures += f;
+    total += static_cast<int>(srcs.size());
+    for (const Compiled& c : res) {
+      if (c.key.empty()) continue;
+      EXPECT_TRUE(c.usage.known) << c.key << " has no ptxas report";
+      if (c.usage.spills()) ++spilling;
+      report << c.arch << '\t' << c.key << '\t' << c.usage.registers << '\t' << c.usage.stack_bytes << '\t'
+             << c.usage.spill_stores << '\t' << c.usage.spill_loads << '\t' << c.ms << '\n';
+    }
+    std::printf("%s: %zu kernels\n", arch, srcs.size());
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("compiled %d kernels (3 dtypes, sm_90 + sm_80) in %.1f s: %d errors, %d with local-memory spills\n",
+              total, secs, failures, spilling);
+  EXPECT_EQ(failures, 0);
+  EXPECT_GT(total, 100);
+}
+
+// The variant count behind the kernels: launch knobs multiply each kernel.
+TEST(CompileAllTest, PrintsTheVariantSpaceOfThePresets) {
+  size_t variants = 0, kernels = 0;
+  for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
+    for (int64_t n : {256LL, 4096LL, 32768LL, 131072LL, 524288LL}) {
+      Problem p;
+      p.dtype = dt;
+      p.batch = n <= 256 ? 4096 : 64;
+      p.n = n;
+      p.k = n <= 256 ? 8 : 2048;
+      const auto v = gen::Enumerate(p, gen::Arch::Sm90());
+      std::set<std::string> keys;
+      for (const auto& c : v) keys.insert(c.KernelKey());
+      std::printf("%-36s %4zu variants over %3zu kernels\n", p.ToString().c_str(), v.size(), keys.size());
+      variants += v.size();
+      kernels += keys.size();
+      EXPECT_FALSE(v.empty());
+    }
+  }
+  EXPECT_GT(variants, kernels);
+}
+
+TEST(CompileAllTest, DefaultConfigurationsHaveNoSpills) {
+  std::vector<gen::KernelSource> srcs;
+  std::vector<std::string> what;
+  for (DType dt : {DType::kF32, DType::kF16, DType::kBF16})
+    for (int64_t n : {64LL, 256LL, 512LL, 4096LL, 32768LL, 131072LL, 524288LL}) {
+      Problem p;
+      p.dtype = dt;
+      p.batch = 64;
+      p.n = n;
+      p.k = std::min<int64_t>(n / 4, 2048);
+      const gen::Config c = gen::DefaultConfig(p, gen::Arch::Sm90());
+      srcs.push_back(gen::GenerateSource(c));
+      what.push_back(p.ToString() + " -> " + c.Id());
+    }
+  auto store = jit::MakeDirectoryStore(CubinDir());
+  int f = 0;
+  const auto res = CompileMany(srcs, "sm_90", store.get(), &f);
+  EXPECT_EQ(f, 0);
+  for (size_t i = 0; i < res.size(); ++i) {
+    std::printf("default %-60s regs %3d stack %3d spill stores %d loads %d\n", what[i].c_str(),
+                res[i].usage.registers, res[i].usage.stack_bytes, res[i].usage.spill_stores,
+                res[i].usage.spill_loads);
+    EXPECT_FALSE(res[i].usage.spills()) << what[i];
+  }
+}
+
+// The templates are real CUDA C++: nvcc compiles a generated variant
+// offline, both with -I templates and as the standalone (inlined) source.
+TEST(CompileAllTest, NvccCompilesGeneratedSourceOffline) {
+  const char* home = std::getenv("CUDA_HOME");
+  const std::string nvcc = std::string(home && *home ? home : "/usr/local/cuda") + "/bin/nvcc";
+  if (!std::filesystem::exists(nvcc)) GTEST_SKIP() << "nvcc not found at " << nvcc;
+  gen::Config c;
+  c.dtype = DType::kBF16;
+  c.block_threads = 256;
+  c.radix_bits = 8;
+  c.cluster = 2;
+  c.smem_buffer = 1024;
+  c.rounds = 1;
+  const std::string dir = testing::TempPath("nvcc");
+  std::filesystem::create_directories(dir);
+  const std::string file = dir + "/variant.cu";
+  std::ofstream(file) << gen::Standalone(gen::GenerateSource(c));
+  const std::string cmd = nvcc + " -std=c++17 -arch=sm_90 -cubin -o " + dir + "/variant.cubin " + file + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  EXPECT_GT(std::filesystem::file_size(dir + "/variant.cubin"), 1000u);
+}
+
+}  // namespace
+}  // namespace topk

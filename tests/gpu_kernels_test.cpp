@@ -1,0 +1,310 @@
+// Every variant of the kernel family, every dtype, on adversarial inputs:
+// zero wrong results allowed. Needs a GPU (ctest label "gpu").
+//
+// TOPK_TEST_SUBSET=sanitizer runs a small representative subset (CTA,
+// clusters of 2 and 8, warp mode, the fp16-rounded first pass, partial row
+// cache, buffer overflow, ranking) for compute-sanitizer.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <thread>
+
+#include "generator/config.hpp"
+#include "generator/source.hpp"
+#include "jit/driver.hpp"
+#include "jit/kernel_store.hpp"
+#include "support/test_support.hpp"
+#include "tuner/runner.hpp"
+
+namespace topk {
+namespace {
+
+using gen::Config;
+using tuner::DeviceCase;
+using tuner::Dist;
+
+struct CaseSpec {
+  int64_t batch, n, k;
+  Dist dist;
+  bool largest = true, ranges = false, values = false, sorted = false;
+};
+
+Problem ToProblem(DType dt, const CaseSpec& s) {
+  Problem p;
+  p.dtype = dt;
+  p.batch = s.batch;
+  p.n = s.n;
+  p.k = s.k;
+  p.largest = s.largest;
+  p.ranges = s.ranges;
+  p.values = s.values;
+  p.sorted = s.sorted;
+  return p;
+}
+
+std::vector<CaseSpec> BlockCases(bool subset) {
+  std::vector<CaseSpec> v = {
+      {4, 20011, 2048, Dist::kNormal, true, false, true},
+      {4, 20011, 2048, Dist::kUniform, false},
+      {3, 7001, 100, Dist::kAllEqual, true, false, true},
+      {3, 7001, 700, Dist::kFewDistinct},
+      {3, 9000, 1000, Dist::kTiesAtK},
+      {3, 6007, 300, Dist::kSpecial, true, false, true},
+      {3, 6007, 300, Dist::kSpecial, false, false, true},
+      {2, 8192, 512, Dist::kSorted},
+      {2, 8193, 512, Dist::kReversed, false},
+      {16, 4099, 77, Dist::kNormal, true, true, true},
+      {16, 5003, 600, Dist::kFewDistinct, true, true},
+      {2, 3001, 3001, Dist::kNormal},
+      {2, 3001, 4000, Dist::kNormal, true, false, true},
+      {2, 5000, 1, Dist::kNormal},
+      {3, 5000, 300, Dist::kTiesAtK, true, false, true, true},
+      {1, 200003, 64, Dist::kFewDistinct, true, false, true},
+      {1, 131075, 2048, Dist::kLogits},
+  };
+  if (subset) return {v[0], v[2], v[5], v[9], v[14], v[15]};
+  return v;
+}
+
+std::vector<CaseSpec> WarpCases(int items) {
+  const int64_t m = 32LL * items;
+  return {
+      {37, m, 8, Dist::kNormal, true, false, true},
+      {37, m - 3, 1, Dist::kAllEqual},
+      {37, m - 5, m - 5, Dist::kNormal},
+      {5, m, m + 3, Dist::kNormal, true, false, true},
+      {16, m, 8, Dist::kSpecial, true, false, true},
+      {16, m - 1, 5, Dist::kTiesAtK, false},
+      {64, m, 8, Dist::kFewDistinct, true, true, true},
+      {9, m, 8, Dist::kNormal, true, false, true, true},
+      {33, m - 7, 3, Dist::kUniform, false, true, false},
+  };
+}
+
+// Launch-argument settings tried for every block / cluster kernel.
+struct Knobs {
+  const char* name;
+  int buffer;
+  bool rank;       // rounds = 1 (rank allowed) instead of passes - 1
+  int cache;       // -1 = as many as fit, 0 = none, >0 = at most this many keys
+};
+const Knobs kKnobs[] = {
+    {"buffer4096_radix_cache", 4096, false, -1},
+    {"nobuffer_nocache", 0, false, 0},
+    {"buffer256_rank_partialcache", 256, true, 1000},
+    {"buffer1024_rank_cache", 1024, true, -1},
+};
+
+struct Tally {
+  int kernels = 0, variants = 0, launches = 0, wrong = 0, resource_limited = 0, errors = 0;
+  std::vector<std::string> failures;
+};
+
+class GpuKernelsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    TOPK_REQUIRE_GPU();
+    auto info = jit::QueryDevice(0);
+    ASSERT_TRUE(info.ok()) << info.status().ToString();
+    info_ = *info;
+    auto ctx = jit::Context::Primary(0);
+    ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+    ctx_ = *ctx;
+    ASSERT_TRUE(ctx_->MakeCurrent().ok());
+    compiler_ = jit::MakeNvrtcCompiler();
+    const char* tmp = std::getenv("TOPK_TEST_TMP");
+    store_ = jit::MakeDirectoryStore(std::string(tmp && *tmp ? tmp : "/tmp/topk-tests") + "/cubins");
+    jit::CompileOptions o;
+    o.arch = info_.ArchName();
+    kernels_ = std::make_unique<jit::KernelStore>(compiler_.get(), store_.get(), o);
+    const char* subset = std::getenv("TOPK_TEST_SUBSET");
+    subset_ = subset && std::string(subset) == "sanitizer";
+  }
+
+  // Compiles every source on all cores first (the GPU then only runs).
+  void CompileAll(const std::vector<gen::KernelSource>& srcs) {
+    std::atomic<size_t> next{0};
+    std::atomic<int> failed{0};
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::thread> pool;
+    const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+    for (unsigned t = 0; t < threads; ++t)
+      pool.emplace_back([&] {
+        for (size_t i = next++; i < srcs.size(); i = next++) {
+          auto b = kernels_->Binary(srcs[i]);
+          if (!b.ok()) {
+            ++failed;
+            ADD_FAILURE() << b.status().ToString();
+          }
+        }
+      });
+    for (auto& th : pool) th.join();
+    std::printf("compiled or loaded %zu kernels in %.1f s (%d failed)\n", srcs.size(),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), failed.load());
+  }
+
+  void RunVariant(const Config& c, const Knobs* knobs, const std::vector<CaseSpec>& cases,
+                  std::map<std::string, DeviceCase>* case_cache, Tally* t) {
+    auto fn = kernels_->Function(gen::GenerateSource(c));
+    if (!fn.ok()) {
+      ++t->errors;
+      t->failures.push_back(c.Id() + ": " + fn.status().ToString());
+      return;
+    }
+    auto sort_fn = kernels_->Function(gen::SortSource(c.dtype));
+    ASSERT_TRUE(sort_fn.ok()) << sort_fn.status().ToString();
+    ++t->variants;
+    for (const CaseSpec& s : cases) {
+      const Problem p = ToProblem(c.dtype, s);
+      if (c.warp_mode() && p.n > 32LL * c.items) continue;
+      const std::string key = p.ToString() + "/" + tuner::DistName(s.dist);
+      auto it = case_cache->find(key);
+      if (it == case_cache->end()) {
+        auto dc = DeviceCase::Make(p, s.dist, 1234 + case_cache->size());
+        ASSERT_TRUE(dc.ok()) << dc.status().ToString();
+        it = case_cache->emplace(key, std::move(*dc)).first;
+      }
+      auto v = jit::PreparedVariant::Make(c, p, info_.ToArch(), *fn, *sort_fn,
+                                          knobs && knobs->cache > 0 ? knobs->cache : -1);
+      if (!v.ok()) {
+        if (v.status().code() == Code::kResourceExhausted) {
+          ++t->resource_limited;
+          return;
+        }
+        ++t->errors;
+        t->failures.push_back(c.Id() + " " + key + ": " + v.status().ToString());
+        continue;
+      }
+      ++t->launches;
+      Status st = tuner::RunAndCheck(*v, &it->second, nullptr);
+      if (st.code() == Code::kWrongResult) {
+        ++t->wrong;
+        if (t->failures.size() < 40) t->failures.push_back(st.ToString() + " [" + (knobs ? knobs->name : "warp") + "]");
+      } else if (!st.ok()) {
+        ++t->errors;
+        t->failures.push_back(c.Id() + " " + key + ": " + st.ToString());
+        // A sticky error poisons the context: nothing after it is trustworthy.
+        FAIL() << "CUDA error, stopping: " << st.ToString();
+      }
+    }
+  }
+
+  // The launch-argument variants of one kernel: every knob setting, and for
+  // the clustered kernel every cluster size (one binary serves them all).
+  std::vector<Config> Variants(const Config& kernel, std::vector<const Knobs*>* knobs_out) {
+    std::vector<Config> out;
+    if (kernel.warp_mode()) {
+      out.push_back(kernel);
+      knobs_out->push_back(nullptr);
+      return out;
+    }
+    std::vector<int> sizes = {kernel.cluster};
+    if (kernel.cluster > 1) sizes = subset_ ? std::vector<int>{2, 8} : std::vector<int>{2, 4, 8, 16};
+    for (int cl : sizes)
+      for (const Knobs& kn : kKnobs) {
+        if (subset_ && &kn != &kKnobs[0] && &kn != &kKnobs[2]) continue;
+        Config c = kernel;
+        c.cluster = cl;
+        c.smem_buffer = kn.buffer;
+        c.rounds = kn.rank ? 1 : c.passes() - 1;
+        c.row_cache = kn.cache != 0;
+        if (!gen::Validate(c, info_.ToArch()).ok()) continue;
+        out.push_back(c);
+        knobs_out->push_back(&kn);
+      }
+    return out;
+  }
+
+  void RunDtype(DType dt) {
+    std::vector<Config> kernels = gen::EnumerateKernels(dt, info_.ToArch());
+    if (subset_) {
+      std::vector<Config> keep;
+      for (const Config& c : kernels) {
+        const bool pick = (c.warp_mode() && c.block_threads == 256 && c.items == 8) ||
+                          (!c.warp_mode() && c.block_threads == 512 && c.radix_bits == 11 && !c.half_first) ||
+                          (!c.warp_mode() && c.block_threads == 256 && c.radix_bits == 8 && c.half_first &&
+                           c.cluster == 1);
+        if (pick) keep.push_back(c);
+      }
+      kernels = keep;
+    }
+    std::vector<gen::KernelSource> srcs;
+    for (const Config& c : kernels) srcs.push_back(gen::GenerateSource(c));
+    srcs.push_back(gen::SortSource(dt));
+    CompileAll(srcs);
+    Tally t;
+    std::map<std::string, DeviceCase> cases;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (const Config& k : kernels) {
+      ++t.kernels;
+      std::vector<const Knobs*> knobs;
+      std::vector<Config> vs = Variants(k, &knobs);
+      for (size_t i = 0; i < vs.size(); ++i) {
+        RunVariant(vs[i], knobs[i], k.warp_mode() ? WarpCases(k.items) : BlockCases(subset_), &cases, &t);
+        if (HasFatalFailure()) return;
+      }
+    }
+    std::printf(
+        "[%s] kernels %d, variants %d, checked launches %d, wrong %d, resource-limited %d, errors %d (%.1f s)\n",
+        DTypeName(dt), t.kernels, t.variants, t.launches, t.wrong, t.resource_limited, t.errors,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    for (const auto& f : t.failures) std::printf("  FAIL %s\n", f.c_str());
+    EXPECT_EQ(t.wrong, 0);
+    EXPECT_EQ(t.errors, 0);
+    EXPECT_GT(t.launches, 0);
+  }
+
+  jit::DeviceInfo info_;
+  std::shared_ptr<jit::Context> ctx_;
+  std::unique_ptr<jit::Compiler> compiler_;
+  std::unique_ptr<jit::BinaryStore> store_;
+  std::unique_ptr<jit::KernelStore> kernels_;
+  bool subset_ = false;
+};
+
+TEST_F(GpuKernelsTest, EveryF32VariantIsExact) { RunDtype(DType::kF32); }
+TEST_F(GpuKernelsTest, EveryF16VariantIsExact) { RunDtype(DType::kF16); }
+TEST_F(GpuKernelsTest, EveryBF16VariantIsExact) { RunDtype(DType::kBF16); }
+
+// The same variant on the same input twice must give the same multiset; run
+// many seeds of one shape to catch races that only show sometimes.
+TEST_F(GpuKernelsTest, RepeatedRunsOnFreshInputsStayExact) {
+  Config c;
+  c.dtype = DType::kF32;
+  c.block_threads = 512;
+  c.radix_bits = 11;
+  c.cluster = info_.cc_major >= 9 ? 4 : 1;
+  c.smem_buffer = 1024;
+  c.rounds = 1;
+  c.row_cache = true;
+  auto fn = kernels_->Function(gen::GenerateSource(c));
+  ASSERT_TRUE(fn.ok()) << fn.status().ToString();
+  int wrong = 0;
+  for (int seed = 0; seed < (subset_ ? 3 : 40); ++seed) {
+    Problem p;
+    p.batch = 8;
+    p.n = 30011 + seed;
+    p.k = 1 + (seed * 97) % 3000;
+    p.ranges = seed % 2 == 1;
+    auto dc = DeviceCase::Make(p, seed % 3 == 0 ? Dist::kTiesAtK : Dist::kNormal, 99 + seed);
+    ASSERT_TRUE(dc.ok());
+    auto v = jit::PreparedVariant::Make(c, p, info_.ToArch(), *fn, nullptr);
+    ASSERT_TRUE(v.ok()) << v.status().ToString();
+    for (int rep = 0; rep < 3; ++rep) {
+      Status st = tuner::RunAndCheck(*v, &*dc, nullptr);
+      if (!st.ok()) {
+        ++wrong;
+        ADD_FAILURE() << st.ToString();
+      }
+    }
+  }
+  EXPECT_EQ(wrong, 0);
+}
+
+}  // namespace
+}  // namespace topk

@@ -1,0 +1,107 @@
+#include "tuner/search.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <random>
+
+namespace topk::tuner {
+
+int KnobDistance(const gen::Config& a, const gen::Config& b) {
+  return (a.dtype != b.dtype) + (a.block_threads != b.block_threads) +
+         (a.radix_bits != b.radix_bits || a.half_first != b.half_first) + (a.smem_buffer != b.smem_buffer) +
+         (a.cluster != b.cluster) + (a.rounds != b.rounds) + (a.row_cache != b.row_cache) + (a.items != b.items);
+}
+
+namespace {
+
+class Exhaustive final : public Strategy {
+ public:
+  Exhaustive(size_t n, int first) {
+    if (first >= 0 && static_cast<size_t>(first) < n) order_.push_back(first);
+    for (size_t i = 0; i < n; ++i)
+      if (static_cast<int>(i) != first) order_.push_back(static_cast<int>(i));
+  }
+  int Next() override { return pos_ < order_.size() ? order_[pos_++] : -1; }
+  void Report(int, double) override {}
+  const char* name() const override { return "exhaustive"; }
+
+ private:
+  std::vector<int> order_;
+  size_t pos_ = 0;
+};
+
+class LocalSearch final : public Strategy {
+ public:
+  LocalSearch(const std::vector<gen::Config>& space, int start, uint64_t seed, int random_starts)
+      : rng_(seed), cost_(space.size(), std::numeric_limits<double>::quiet_NaN()), proposed_(space.size(), false) {
+    neighbours_.resize(space.size());
+    for (size_t i = 0; i < space.size(); ++i)
+      for (size_t j = 0; j < space.size(); ++j)
+        if (i != j && KnobDistance(space[i], space[j]) == 1) neighbours_[i].push_back(static_cast<int>(j));
+    if (start >= 0 && static_cast<size_t>(start) < space.size()) starts_.push_back(start);
+    std::vector<int> all(space.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+    std::shuffle(all.begin(), all.end(), rng_);
+    for (int i : all) {
+      if (static_cast<int>(starts_.size()) >= random_starts + (start >= 0 ? 1 : 0)) break;
+      if (i != start) starts_.push_back(i);
+    }
+  }
+
+  int Next() override {
+    while (!starts_.empty()) {
+      const int s = starts_.front();
+      starts_.erase(starts_.begin());
+      if (!proposed_[static_cast<size_t>(s)]) return Propose(s);
+    }
+    if (best_ >= 0) {
+      std::vector<int> open;
+      for (int j : neighbours_[static_cast<size_t>(best_)])
+        if (!proposed_[static_cast<size_t>(j)]) open.push_back(j);
+      if (!open.empty()) return Propose(open[rng_() % open.size()]);
+    }
+    // Local optimum (or nothing succeeded yet): restart at random.
+    std::vector<int> rest;
+    for (size_t i = 0; i < proposed_.size(); ++i)
+      if (!proposed_[i]) rest.push_back(static_cast<int>(i));
+    if (rest.empty()) return -1;
+    return Propose(rest[rng_() % rest.size()]);
+  }
+
+  void Report(int index, double cost) override {
+    cost_[static_cast<size_t>(index)] = cost;
+    if (cost < std::numeric_limits<double>::infinity() && (best_ < 0 || cost < cost_[static_cast<size_t>(best_)]))
+      best_ = index;
+  }
+  const char* name() const override { return "budget"; }
+
+ private:
+  int Propose(int i) {
+    proposed_[static_cast<size_t>(i)] = true;
+    return i;
+  }
+  std::mt19937_64 rng_;
+  std::vector<double> cost_;
+  std::vector<bool> proposed_;
+  std::vector<std::vector<int>> neighbours_;
+  std::vector<int> starts_;
+  int best_ = -1;
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> MakeExhaustive(size_t n, int first) { return std::make_unique<Exhaustive>(n, first); }
+
+std::unique_ptr<Strategy> MakeLocalSearch(const std::vector<gen::Config>& space, int start, uint64_t seed,
+                                          int random_starts) {
+  return std::make_unique<LocalSearch>(space, start, seed, random_starts);
+}
+
+StatusOr<std::unique_ptr<Strategy>> MakeStrategy(const std::string& name, const std::vector<gen::Config>& space,
+                                                 int start, uint64_t seed, size_t auto_limit) {
+  if (name == "exhaustive" || (name == "auto" && space.size() <= auto_limit)) return MakeExhaustive(space.size(), start);
+  if (name == "budget" || name == "auto") return MakeLocalSearch(space, start, seed);
+  return InvalidArgument("MakeStrategy", "unknown strategy '" + name + "' (exhaustive, budget, auto)");
+}
+
+}  // namespace topk::tuner

@@ -1,0 +1,403 @@
+#include "tuner/tuner.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <thread>
+
+#include "generator/source.hpp"
+#include "jit/kernel_store.hpp"
+#include "tuner/presets.hpp"
+#include "tuner/search.hpp"
+
+namespace topk::tuner {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// The cache's binary table, behind the tuner's cache mutex (the main thread
+// writes measurements while compile threads store binaries).
+class LockedStore final : public jit::BinaryStore {
+ public:
+  LockedStore(cache::Cache* c, std::mutex* mu) : inner_(jit::MakeCacheStore(c)), mu_(mu) {}
+  StatusOr<std::optional<jit::CompiledKernel>> Find(const std::string& h, const std::string& a, const std::string& o,
+                                                    const std::string& v) override {
+    std::lock_guard<std::mutex> l(*mu_);
+    return inner_->Find(h, a, o, v);
+  }
+  Status Put(const jit::CompiledKernel& k) override {
+    std::lock_guard<std::mutex> l(*mu_);
+    return inner_->Put(k);
+  }
+
+ private:
+  std::unique_ptr<jit::BinaryStore> inner_;
+  std::mutex* mu_;
+};
+
+}  // namespace
+
+// One kernel being compiled (or found) on a pool thread.
+struct Tuner::Kernel {
+  gen::KernelSource src;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  Status status;
+  std::shared_ptr<const jit::CompiledKernel> binary;
+  std::string file;  // cubin written for the worker
+
+  void Wait() {
+    std::unique_lock<std::mutex> l(mu);
+    cv.wait(l, [&] { return done; });
+  }
+};
+
+// Compile threads: first come, first served, so kernels are ready in the
+// order the search will need them while the GPU is busy timing.
+struct Tuner::Pool {
+  std::unique_ptr<LockedStore> store;
+  std::unique_ptr<jit::KernelStore> kernels;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::shared_ptr<Kernel>> queue;
+  bool stop = false;
+  std::vector<std::thread> threads;
+
+  void Run() {
+    for (;;) {
+      std::shared_ptr<Kernel> k;
+      {
+        std::unique_lock<std::mutex> l(mu);
+        cv.wait(l, [&] { return stop || !queue.empty(); });
+        if (stop && queue.empty()) return;
+        k = queue.front();
+        queue.pop_front();
+      }
+      auto b = kernels->Binary(k->src);
+      std::lock_guard<std::mutex> l(k->mu);
+      if (b.ok())
+        k->binary = *b;
+      else
+        k->status = b.status();
+      k->done = true;
+      k->cv.notify_all();
+    }
+  }
+};
+
+Tuner::Tuner(cache::Cache* cache, jit::Compiler* compiler, Evaluator* evaluator, cache::DeviceRecord device,
+             gen::Arch arch, TuneOptions options)
+    : cache_(cache),
+      compiler_(compiler),
+      evaluator_(evaluator),
+      device_(std::move(device)),
+      arch_(arch),
+      opt_(std::move(options)),
+      pool_(std::make_unique<Pool>()) {
+  pool_->store = std::make_unique<LockedStore>(cache_, &cache_mu_);
+  jit::CompileOptions co;
+  co.arch = arch_.Name();
+  pool_->kernels = std::make_unique<jit::KernelStore>(compiler_, pool_->store.get(), co);
+  int n = opt_.compile_threads > 0 ? opt_.compile_threads : static_cast<int>(std::thread::hardware_concurrency());
+  n = std::max(1, n);
+  for (int i = 0; i < n; ++i) pool_->threads.emplace_back([this] { pool_->Run(); });
+  if (opt_.workdir.empty())
+    opt_.workdir = (std::filesystem::temp_directory_path() / ("topk-tune-" + std::to_string(::getpid()))).string();
+  std::error_code ec;
+  std::filesystem::create_directories(opt_.workdir, ec);
+}
+
+Tuner::~Tuner() {
+  {
+    std::lock_guard<std::mutex> l(pool_->mu);
+    pool_->stop = true;
+    pool_->queue.clear();
+  }
+  pool_->cv.notify_all();
+  for (auto& t : pool_->threads) t.join();
+}
+
+std::shared_ptr<Tuner::Kernel> Tuner::Submit(const gen::KernelSource& src) {
+  auto it = kernels_.find(src.hash);
+  if (it != kernels_.end()) return it->second;
+  auto k = std::make_shared<Kernel>();
+  k->src = src;
+  kernels_[src.hash] = k;
+  {
+    std::lock_guard<std::mutex> l(pool_->mu);
+    pool_->queue.push_back(k);
+  }
+  pool_->cv.notify_one();
+  return k;
+}
+
+StatusOr<std::pair<std::string, std::string>> Tuner::CubinFile(const std::shared_ptr<Kernel>& k) {
+  k->Wait();
+  if (!k->status.ok()) return k->status;
+  if (k->file.empty()) {
+    const std::string path = opt_.workdir + "/" + k->src.hash + "_" + arch_.Name() + ".cubin";
+    std::ofstream f(path + ".tmp", std::ios::binary);
+    f.write(k->binary->cubin.data(), static_cast<std::streamsize>(k->binary->cubin.size()));
+    f.close();
+    if (!f) return Status(Code::kUnavailable, "Tuner", "cannot write " + path);
+    std::filesystem::rename(path + ".tmp", path);
+    k->file = path;
+  }
+  return std::make_pair(k->file, k->binary->lowered_name);
+}
+
+EvalResult Tuner::EvaluateConfig(const gen::Config& c, const std::string& variant_id, const gen::KernelSource& src,
+                                 const Problem& p, bool verify, Status* infra) {
+  EvalResult res;
+  auto file = CubinFile(Submit(src));
+  if (!file.ok()) {
+    res.outcome = cache::Outcome::kCompileError;
+    res.message = file.status().ToString();
+    return res;
+  }
+  EvalRequest r;
+  r.config = c;
+  r.variant_id = variant_id;
+  r.problem = p;
+  r.dist = opt_.dist;
+  r.adversarial_dist = opt_.adversarial_dist;
+  r.seed = opt_.seed;
+  r.verify = verify;
+  r.measure = opt_.measure;
+  r.cubin_path = file->first;
+  r.lowered_name = file->second;
+  if (p.sorted) {
+    auto sort = CubinFile(Submit(gen::SortSource(p.dtype)));
+    if (!sort.ok()) {
+      res.outcome = cache::Outcome::kCompileError;
+      res.message = sort.status().ToString();
+      return res;
+    }
+    r.sort_cubin_path = sort->first;
+    r.sort_lowered_name = sort->second;
+  }
+  auto e = evaluator_->Evaluate(r);
+  if (!e.ok()) {
+    *infra = e.status();
+    return res;
+  }
+  return *e;
+}
+
+Status Tuner::Record(const gen::Config& c, const std::string& variant_id, const Problem& p, const EvalResult& r) {
+  cache::Measurement m;
+  m.device_fingerprint = device_.fingerprint;
+  m.variant_id = variant_id;
+  m.config = c;
+  m.problem = p;
+  m.input_dist = opt_.dist;
+  m.l2_mode = opt_.measure.l2_mode;
+  m.outcome = r.outcome;
+  m.median_us = r.samples.median;
+  m.p10_us = r.samples.p10;
+  m.p90_us = r.samples.p90;
+  m.min_us = r.samples.min;
+  m.repetitions = r.samples.launches;
+  m.samples_us = r.samples.us;
+  if (m.samples_us.size() > 64) {  // keep the record small: every k-th sample
+    std::vector<double> thin;
+    const size_t step = (m.samples_us.size() + 63) / 64;
+    for (size_t i = 0; i < m.samples_us.size(); i += step) thin.push_back(m.samples_us[i]);
+    m.samples_us = std::move(thin);
+  }
+  m.verified = r.verified;
+  m.message = r.message;
+  m.tune_run = opt_.tune_run;
+  std::lock_guard<std::mutex> l(cache_mu_);
+  auto id = cache_->PutMeasurement(m);
+  return id.ok() ? Status::Ok() : id.status();
+}
+
+StatusOr<ShapeSummary> Tuner::TuneShape(const Problem& p, int index, int count,
+                                        const std::function<void(const ProgressEvent&)>& progress) {
+  const auto t0 = Clock::now();
+  TOPK_RETURN_IF_ERROR(ValidateTunable(p));
+  ShapeSummary sum;
+  sum.problem = p;
+  std::vector<gen::Config> space = gen::Enumerate(p, arch_);
+  const gen::Config def = gen::DefaultConfig(p, arch_);
+  auto found = std::find(space.begin(), space.end(), def);
+  if (found == space.end()) {
+    space.insert(space.begin(), def);
+    found = space.begin();
+  }
+  const int start = static_cast<int>(found - space.begin());
+  sum.space = static_cast<int>(space.size());
+  TOPK_ASSIGN_OR_RETURN(auto strategy, MakeStrategy(opt_.strategy, space, start, opt_.seed + index));
+  const bool budgeted = std::string(strategy->name()) == "budget";
+
+  // Earlier attempts at this shape under the same input and L2 mode.
+  std::map<std::string, cache::Measurement> existing;
+  if (opt_.resume) {
+    std::lock_guard<std::mutex> l(cache_mu_);
+    TOPK_ASSIGN_OR_RETURN(auto ms, cache_->Measurements(device_.fingerprint, &p));
+    for (auto& m : ms)
+      if (m.input_dist == opt_.dist && m.l2_mode == opt_.measure.l2_mode) existing[m.variant_id] = std::move(m);
+  }
+
+  // Queue every kernel the space needs: the default's first.
+  Submit(gen::GenerateSource(def));
+  for (const gen::Config& c : space) Submit(gen::GenerateSource(c));
+  if (p.sorted) Submit(gen::SortSource(p.dtype));
+
+  ProgressEvent ev;
+  ev.shape_index = index;
+  ev.shape_count = count;
+  ev.problem = p;
+  ev.total = static_cast<int>(space.size());
+  ev.kind = ProgressEvent::kShapeStart;
+  if (progress) progress(ev);
+
+  // Test-only faulty kernels, once per tuner.
+  if (!faults_done_) {
+    faults_done_ = true;
+    for (const std::string& kind : opt_.inject_faults) {
+      TOPK_ASSIGN_OR_RETURN(gen::KernelSource src, gen::FaultSource(kind));
+      const std::string id = "test_fault_" + kind;
+      Status infra;
+      const EvalResult r = EvaluateConfig(def, id, src, p, true, &infra);
+      TOPK_RETURN_IF_ERROR(infra);
+      TOPK_RETURN_IF_ERROR(Record(def, id, p, r));
+      ++sum.outcomes[cache::OutcomeName(r.outcome)];
+      ev.kind = ProgressEvent::kVariant;
+      ev.variant_id = id;
+      ev.outcome = r.outcome;
+      ev.median_us = 0;
+      if (progress) progress(ev);
+    }
+  }
+
+  double best = std::numeric_limits<double>::infinity();
+  std::string best_id;
+  int done = 0, evaluated = 0;
+  double eval_seconds = 0;
+  for (;;) {
+    if (budgeted && Seconds(t0) > opt_.budget_s) break;
+    const int i = strategy->Next();
+    if (i < 0) break;
+    const gen::Config& c = space[static_cast<size_t>(i)];
+    const std::string id = c.Id();
+    cache::Outcome outcome;
+    double median = 0;
+    auto old = existing.find(id);
+    if (old != existing.end()) {
+      outcome = old->second.outcome;
+      median = old->second.median_us;
+      ++sum.resumed;
+    } else {
+      const auto te = Clock::now();
+      Status infra;
+      const EvalResult r = EvaluateConfig(c, id, gen::GenerateSource(c), p, true, &infra);
+      TOPK_RETURN_IF_ERROR(infra);
+      TOPK_RETURN_IF_ERROR(Record(c, id, p, r));
+      outcome = r.outcome;
+      median = r.samples.median;
+      ++sum.outcomes[cache::OutcomeName(outcome)];
+      ++evaluated;
+      eval_seconds += Seconds(te);
+    }
+    const bool good = outcome == cache::Outcome::kOk && median > 0;
+    strategy->Report(i, good ? median : std::numeric_limits<double>::infinity());
+    if (good && median < best) {
+      best = median;
+      best_id = id;
+    }
+    ++done;
+    ev.kind = ProgressEvent::kVariant;
+    ev.done = done;
+    ev.resumed = sum.resumed;
+    ev.variant_id = id;
+    ev.outcome = outcome;
+    ev.median_us = median;
+    ev.best_us = std::isinf(best) ? 0 : best;
+    ev.best_id = best_id;
+    ev.elapsed_s = Seconds(t0);
+    const double per = evaluated ? eval_seconds / evaluated : 0.1;
+    ev.eta_s = budgeted ? std::max(0.0, opt_.budget_s - ev.elapsed_s)
+                        : per * static_cast<double>(ev.total - done);
+    if (progress) progress(ev);
+  }
+  sum.evaluated = evaluated;
+
+  // Re-time the best few in this run's worker so that one lucky sample
+  // cannot make a winner; the winner is the best of the re-timed.
+  std::vector<cache::Measurement> ok;
+  {
+    std::lock_guard<std::mutex> l(cache_mu_);
+    TOPK_ASSIGN_OR_RETURN(auto ms, cache_->Measurements(device_.fingerprint, &p));
+    for (auto& m : ms)
+      if (m.outcome == cache::Outcome::kOk && m.verified && m.median_us > 0 && m.input_dist == opt_.dist &&
+          m.l2_mode == opt_.measure.l2_mode && m.variant_id.rfind("radix_", 0) == 0)
+        ok.push_back(std::move(m));
+  }
+  std::sort(ok.begin(), ok.end(), [](const auto& a, const auto& b) { return a.median_us < b.median_us; });
+  if (ok.empty()) {
+    sum.message = "no variant produced a verified result";
+    sum.seconds = Seconds(t0);
+    return sum;
+  }
+  cache::Winner w;
+  w.device_fingerprint = device_.fingerprint;
+  w.problem = p;
+  w.median_us = std::numeric_limits<double>::infinity();
+  const size_t top = std::min<size_t>(ok.size(), static_cast<size_t>(std::max(1, opt_.retime_top)));
+  for (size_t j = 0; j < top; ++j) {
+    const gen::Config& c = ok[j].config;
+    Status infra;
+    const EvalResult r = EvaluateConfig(c, ok[j].variant_id, gen::GenerateSource(c), p, true, &infra);
+    TOPK_RETURN_IF_ERROR(infra);
+    TOPK_RETURN_IF_ERROR(Record(c, ok[j].variant_id, p, r));
+    ev.kind = ProgressEvent::kRetime;
+    ev.variant_id = ok[j].variant_id;
+    ev.outcome = r.outcome;
+    ev.median_us = r.samples.median;
+    if (progress) progress(ev);
+    if (r.outcome == cache::Outcome::kOk && r.verified && r.samples.median < w.median_us) {
+      w.median_us = r.samples.median;
+      w.variant_id = ok[j].variant_id;
+      w.config = c;
+    }
+  }
+  if (w.variant_id.empty()) {
+    sum.message = "every re-timed candidate failed";
+    sum.seconds = Seconds(t0);
+    return sum;
+  }
+  {
+    std::lock_guard<std::mutex> l(cache_mu_);
+    TOPK_ASSIGN_OR_RETURN(auto ms, cache_->Measurements(device_.fingerprint, &p));
+    for (const auto& m : ms)
+      if (m.variant_id == def.Id() && m.outcome == cache::Outcome::kOk && m.input_dist == opt_.dist &&
+          m.l2_mode == opt_.measure.l2_mode)
+        w.default_us = m.median_us;
+    TOPK_RETURN_IF_ERROR(cache_->PutWinner(w));
+  }
+  sum.has_winner = true;
+  sum.winner_id = w.variant_id;
+  sum.winner_us = w.median_us;
+  sum.default_us = w.default_us;
+  sum.seconds = Seconds(t0);
+  ev.kind = ProgressEvent::kShapeDone;
+  ev.best_id = w.variant_id;
+  ev.best_us = w.median_us;
+  ev.elapsed_s = sum.seconds;
+  ev.eta_s = 0;
+  if (progress) progress(ev);
+  return sum;
+}
+
+}  // namespace topk::tuner

@@ -1,0 +1,103 @@
+// The tuning loop for one shape: enumerate and prune the space, compile
+// kernels on host threads while the GPU times, evaluate candidates in a
+// worker process in the order a strategy proposes, record every attempt in
+// the cache (resuming past finished ones), re-time the best few and store the
+// winner.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cache/cache.hpp"
+#include "generator/config.hpp"
+#include "jit/compiler.hpp"
+#include "tuner/timing.hpp"
+#include "tuner/worker.hpp"
+
+namespace topk::tuner {
+
+struct TuneOptions {
+  std::string strategy = "auto";  // "exhaustive", "budget", "auto"
+  double budget_s = 30;           // per shape, for the budget strategy
+  int retime_top = 3;             // re-time this many of the best at the end
+  MeasureSettings measure;
+  std::string dist = "normal";
+  std::string adversarial_dist = "few_distinct";
+  uint64_t seed = 1;
+  int compile_threads = 0;  // 0: all cores
+  bool resume = true;       // skip variants already measured for this shape
+  // Test-only kernels evaluated as extra candidates of the first shape
+  // ("crash", "hang", "wrong"); recorded, never winners.
+  std::vector<std::string> inject_faults;
+  std::string tune_run;  // recorded with every measurement
+  std::string workdir;   // where cubin files for the worker go
+};
+
+struct ProgressEvent {
+  enum Kind { kShapeStart, kVariant, kRetime, kShapeDone } kind = kVariant;
+  int shape_index = 0;
+  int shape_count = 0;
+  Problem problem;
+  int done = 0;        // candidates finished for this shape (resumed included)
+  int total = 0;       // candidates the strategy may propose
+  int resumed = 0;
+  std::string variant_id;
+  cache::Outcome outcome = cache::Outcome::kOk;
+  double median_us = 0;
+  double best_us = 0;
+  std::string best_id;
+  double elapsed_s = 0;  // in this shape
+  double eta_s = 0;      // for this shape
+};
+
+struct ShapeSummary {
+  Problem problem;
+  int space = 0;
+  int evaluated = 0;
+  int resumed = 0;
+  std::map<std::string, int> outcomes;  // outcome name -> count (this run)
+  std::string winner_id;
+  double winner_us = 0;
+  double default_us = 0;
+  double seconds = 0;
+  bool has_winner = false;
+  std::string message;  // why there is no winner
+};
+
+class Tuner {
+ public:
+  // The cache, compiler and evaluator must outlive the tuner. `device` is
+  // the cache record of the GPU the evaluator runs on.
+  Tuner(cache::Cache* cache, jit::Compiler* compiler, Evaluator* evaluator, cache::DeviceRecord device,
+        gen::Arch arch, TuneOptions options);
+  ~Tuner();
+
+  StatusOr<ShapeSummary> TuneShape(const Problem& p, int index, int count,
+                                   const std::function<void(const ProgressEvent&)>& progress);
+
+ private:
+  struct Kernel;
+  std::shared_ptr<Kernel> Submit(const gen::KernelSource& src);
+  StatusOr<std::pair<std::string, std::string>> CubinFile(const std::shared_ptr<Kernel>& k);
+  EvalResult EvaluateConfig(const gen::Config& c, const std::string& variant_id, const gen::KernelSource& src,
+                            const Problem& p, bool verify, Status* infra);
+  Status Record(const gen::Config& c, const std::string& variant_id, const Problem& p, const EvalResult& r);
+
+  cache::Cache* cache_;
+  jit::Compiler* compiler_;
+  Evaluator* evaluator_;
+  cache::DeviceRecord device_;
+  gen::Arch arch_;
+  TuneOptions opt_;
+  std::mutex cache_mu_;  // the cache is shared with the compile threads
+  struct Pool;
+  std::unique_ptr<Pool> pool_;
+  std::map<std::string, std::shared_ptr<Kernel>> kernels_;
+  bool faults_done_ = false;
+};
+
+}  // namespace topk::tuner
