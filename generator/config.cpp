@@ -304,7 +304,7 @@ Config DefaultConfig(const Problem& p, const Arch& arch) {
   c.dtype = p.dtype;
   if (p.n <= 512) {
     c.cluster = 0;
-    c.block_threads = 256;
+    c.block_threads = 128;
     c.radix_bits = 1;
     c.items = WarpItems(p.n);
     c.smem_buffer = 0;
@@ -312,12 +312,17 @@ Config DefaultConfig(const Problem& p, const Arch& arch) {
     c.row_cache = false;
     return c;
   }
-  // One CTA per row, 11-bit digits on the exact key, a 4096-candidate
-  // buffer and the row cached: correct everywhere, never the worst.
-  c.block_threads = p.n <= 4096 ? 256 : 512;
+  // One CTA per row, 11-bit digits on the exact key, a 4096-candidate buffer
+  // and the row cached; rows too few to fill the GPU split over a cluster
+  // (up to 16 CTAs, while each still gets >= 8K elements). 512 threads, not
+  // the often faster 1024: at 1024 the 64-register cap makes the kernel
+  // spill, and a default must not (the tuner may still pick 1024).
+  c.block_threads = p.n > 4096 ? 512 : 256;
   c.radix_bits = 11;
   c.half_first = false;
   c.cluster = 1;
+  if (arch.clusters())
+    while (c.cluster < 16 && p.batch * c.cluster * 2 <= kSmCountHint && p.n / (c.cluster * 2) >= 8192) c.cluster *= 2;
   c.smem_buffer = 4096;
   c.rounds = c.passes() - 1;
   c.row_cache = true;

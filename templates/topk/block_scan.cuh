@@ -13,10 +13,13 @@ struct ThresholdResult {
 
 // Finds the bin b with above(b) < k_rem <= above(b) + g[b], where above(b)
 // sums the bins over b. Requires sum(g) >= k_rem. Every thread of the block
-// calls it and gets the result. `out` and `scratch` (32 words) are shared.
+// calls it and gets the result; `out` and `scratch` (32 words) are shared.
+// Two barriers: after the per-warp sums, every warp scans the warp totals
+// itself instead of waiting for one warp to publish them. `clear` (NB words,
+// or null) is zeroed on the way, which saves the next pass its own barrier.
 template <int T, int NB>
 __device__ __forceinline__ ThresholdResult find_threshold(const u32* g, u32 k_rem, ThresholdResult* out,
-                                                          u32* scratch) {
+                                                          u32* scratch, u32* clear) {
   constexpr int PER = (NB + T - 1) / T;
   constexpr int NW = T / 32;
   const int warp = threadIdx.x >> 5;
@@ -29,17 +32,15 @@ __device__ __forceinline__ ThresholdResult find_threshold(const u32* g, u32 k_re
     v[q] = b0 + q < NB ? g[b0 + q] : 0u;
     sum += v[q];
   }
+  if (clear)
+    for (int i = threadIdx.x; i < NB; i += T) clear[i] = 0;
   const u32 incl = warp_inclusive_suffix(sum);
   if (lane == 0) scratch[warp] = incl;
   __syncthreads();
-  if (warp == 0) {
-    const u32 w = lane < static_cast<u32>(NW) ? scratch[lane] : 0u;
-    const u32 wi = warp_inclusive_suffix(w);
-    __syncwarp();
-    if (lane < static_cast<u32>(NW)) scratch[lane] = wi - w;
-  }
-  __syncthreads();
-  u32 run = scratch[warp] + (incl - sum);
+  // Warps above this one, summed by every warp on its own.
+  const u32 w = lane < static_cast<u32>(NW) && static_cast<int>(lane) > warp ? scratch[lane] : 0u;
+  const u32 above_warp = __reduce_add_sync(kFullMask, w);
+  u32 run = above_warp + (incl - sum);
 #pragma unroll
   for (int q = PER - 1; q >= 0; --q) {
     if (run < k_rem && run + v[q] >= k_rem) {

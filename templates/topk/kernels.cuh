@@ -13,7 +13,7 @@ namespace topk {
 static_assert(sizeof(TopkArgs) == TOPK_ARGS_SIZE, "TopkArgs layout");
 
 template <class P>
-__global__ void __launch_bounds__(P::kBlock, 1) topk_kernel(TopkArgs a) {
+__global__ void __launch_bounds__(P::kBlock, P::kMinBlocks) topk_kernel(TopkArgs a) {
   if constexpr (P::kCluster == 0) {
     warp_topk<P>(a);
   } else {

@@ -1,9 +1,13 @@
 // Order-preserving keys: every value maps to an unsigned integer whose
 // unsigned order is the selection order (larger key = selected first).
 //
-// Rules (DESIGN.md "Exactness"): -0.0 equals +0.0, so both map to the key of
-// +0.0; every NaN, whatever its sign or payload, maps to one key above +inf
-// (torch's rule). For "smallest" the key is inverted, which puts NaN last.
+// Rules (DESIGN.md "Exactness"): every NaN ranks above +inf (torch's rule),
+// -0.0 equals +0.0. The keys refine that order rather than reproduce it: a
+// negative NaN is turned into a positive one (it must rank above +inf), but
+// NaN payloads keep distinct keys and -0.0 gets the key just below +0.0.
+// Splitting a tie never inverts the order, so a top-k under the keys is a
+// top-k under the rules, and the transform stays 3-4 instructions on the hot
+// path. For "smallest" the key is inverted, which puts NaN last.
 #pragma once
 #include "topk/types.cuh"
 
@@ -28,10 +32,11 @@ struct Keys<kF32> {
     if (mag == 0) return 0;                      // -0.0
     return raw;
   }
-  __device__ __forceinline__ static u32 key(u32 raw, bool smallest) {
-    const u32 c = canonical(raw);
-    const u32 k = (c & 0x80000000u) ? ~c : (c | 0x80000000u);
-    return smallest ? ~k : k;
+  __device__ __forceinline__ static u32 key(u32 raw, bool smallest) { return key_flip(raw, smallest ? ~0u : 0u); }
+  // `flip` is 0 (largest) or all ones (smallest).
+  __device__ __forceinline__ static u32 key_flip(u32 raw, u32 flip) {
+    const u32 r = raw > 0xff800000u ? 0x7fffffffu : raw;  // negative NaN -> above +inf
+    return r ^ (static_cast<u32>(static_cast<int>(r) >> 31) | 0x80000000u) ^ flip;
   }
   // The 8-bit digit of the value rounded to fp16 (the seed's coarse first
   // pass). Rounding to nearest is monotone, so this digit never orders two
@@ -63,10 +68,10 @@ struct Keys16 {
     if (mag == 0) return 0;
     return raw;
   }
-  __device__ __forceinline__ static u32 key(u32 raw, bool smallest) {
-    const u32 c = canonical(raw);
-    const u32 k = (c & 0x8000u) ? (~c & 0xffffu) : (c | 0x8000u);
-    return smallest ? (~k & 0xffffu) : k;
+  __device__ __forceinline__ static u32 key(u32 raw, bool smallest) { return key_flip(raw, smallest ? 0xffffu : 0u); }
+  __device__ __forceinline__ static u32 key_flip(u32 raw, u32 flip) {
+    const u32 r = raw > (0x8000u | EXP_MASK) ? 0x7fffu : raw;  // negative NaN -> above +inf
+    return r ^ (0x8000u | ((0u - (r >> 15)) & 0x7fffu)) ^ (flip & 0xffffu);
   }
   __device__ __forceinline__ static u32 half_digit(u32 raw, bool smallest) {
     return key(raw, smallest) >> 8;

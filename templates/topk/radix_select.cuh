@@ -1,24 +1,27 @@
 // Radix-select top-k for one row per CTA or per thread-block cluster.
 //
 // Pass 0 histograms one digit of every key of the row (reading it from global
-// memory once and, when CACHE is on, keeping the keys in shared memory). A
-// suffix scan over the histogram finds the bin that holds the k-th key:
-// elements above it are selected, elements below are dropped, the bin's
-// elements stay candidates. Each refinement pass fuses three things into one
-// scan over the candidates: write the elements above the previous threshold,
-// keep those in its bin, and histogram their next digit.
+// memory once and, when the launch gives a row cache, keeping the keys in
+// shared memory). A suffix scan over the histogram finds the bin that holds
+// the k-th key: elements above it are selected, elements below are dropped,
+// the bin's elements stay candidates. Each refinement pass fuses three things
+// into one scan over the candidates: write the elements above the previous
+// threshold, keep those in its bin, and histogram their next digit.
 //
-// Candidates live in a shared-memory buffer when every CTA's share of the
-// threshold bin fits (known exactly from the pass-0 histogram before anything
-// is copied, so the buffer never overflows); otherwise later passes re-read
-// the row (cache, then global memory) and re-test the resolved key prefix.
-// Both paths are exact; neither clips.
+// Candidates live in a shared-memory buffer when they fit (known exactly from
+// the pass-0 histogram before anything is copied, so the buffer never
+// overflows); otherwise later passes re-read the row (cache, then global
+// memory) and re-test the resolved key prefix. Both paths are exact; neither
+// clips. In a cluster, when the whole threshold bin fits one buffer, every
+// CTA sends its candidates to the leader CTA and the leader finishes alone:
+// the later passes then cost no cluster barriers or distributed-memory
+// histogram merges, which the profile showed to dominate long rows.
 //
 // The scan stops early when the threshold bin holds exactly the elements still
 // needed, ranks the candidates directly once they are few (after `rounds`
-// refinement passes, when at most TOPK_RANK_CAP remain), and at the
-// last digit takes the still-needed ties in any order from a separate counter,
-// so the output never exceeds k.
+// refinement passes, when at most TOPK_RANK_CAP remain), and at the last digit
+// takes the still-needed ties in any order from a separate counter, so the
+// output never exceeds k.
 #pragma once
 #include "topk/args.h"
 #include "topk/block_scan.cuh"
@@ -56,6 +59,7 @@ struct RowSelect {
   static constexpr int KB = K::kBits;
   static constexpr bool kCoarse = P::kFirst == 1;
   static constexpr int kPasses = P::kPasses;
+  // Loads in flight per thread in the row scans.
   static constexpr int kUnroll = T >= 512 ? 2 : 4;
 
   // Shared memory.
@@ -66,23 +70,21 @@ struct RowSelect {
   u64* list;
   Cached* cache;
   RowControl* ctl;
-  int C;         // CTAs per row (1 without a cluster)
-  u32 out_addr;  // cluster address of the leader's ctl->out
-  u32 tie_addr;
+  int C;          // CTAs working on the row (1 without a cluster, or once solo)
 
   // The row and this CTA's slice of it.
   const Raw* row;
   int* out_idx;
   Raw* out_val;
   int k;
-  int s0;   // first column of the slice
-  int len;  // slice length
-  int head;  // elements before the first 16-byte boundary
-  int nvec;  // full 16-byte vectors after the head
-  int shift;  // cache slot of element j is j + shift (aligns the body)
+  int s0;         // first column of the slice
+  int len;        // slice length
+  int head;       // elements before the first 16-byte boundary
+  int nvec;       // full 16-byte vectors after the head
+  int shift;      // cache slot of element j is j + shift (aligns the body)
   int cache_len;  // elements [0, cache_len) of the slice are cached
   int S;          // candidate-buffer capacity
-  bool smallest;
+  u32 flip;       // 0 for largest, all ones for smallest
   bool values;
 
   // Round state (identical in every CTA of the cluster).
@@ -94,19 +96,29 @@ struct RowSelect {
   u32 prefix;
   u32 coarse_bin;
   u32* hist_next;
-  bool buffering;
+  bool buffering;  // the pass-0 filter copies candidates to this CTA's buffer
+  bool gather;     // ... to the leader's buffer
+  bool solo;       // the leader finishes alone after a gather
+
+  __device__ __forceinline__ bool smallest() const { return flip != 0; }
 
   __device__ __forceinline__ u32 coarse_digit(u32 key) const {
     if (P::kDtype == kF32) {
-      const u32 kk = smallest ? ~key : key;
+      const u32 kk = key ^ flip;
       const u32 raw = (kk & 0x80000000u) ? (kk & 0x7fffffffu) : ~kk;
-      return K::half_digit(raw, smallest);
+      return K::half_digit(raw, smallest());
     }
     return key >> 8;
   }
 
+  // The first digit: compile-time shape, the hot path of pass 0.
+  __device__ __forceinline__ u32 digit0(u32 key) const {
+    if (kCoarse) return coarse_digit(key);
+    return key >> (KB - R);
+  }
+
   __device__ __forceinline__ u32 digit(u32 key, int p) const {
-    if (kCoarse && p == 0) return coarse_digit(key);
+    if (p == 0) return digit0(key);
     const int j = p - (kCoarse ? 1 : 0);
     const int hi = KB - j * R;
     const int lo = hi - R > 0 ? hi - R : 0;
@@ -114,7 +126,6 @@ struct RowSelect {
   }
 
   __device__ __forceinline__ bool matches(u32 key, bool from_buffer) const {
-    if (pass == 0) return true;
     if (kCoarse && !from_buffer && coarse_digit(key) != coarse_bin) return false;
     return (key & mask) == prefix;
   }
@@ -129,10 +140,11 @@ struct RowSelect {
   // instead of hammering one bin with 32 atomics.
   template <int N>
   __device__ __forceinline__ void hist_add(u32* h, const u32 (&d)[N], u32 m) const {
+    const u32 any = __ballot_sync(kFullMask, m != 0);
+    if (any == 0) return;
     const u32 cnt = __popc(m);
     u32 d0 = 0;
-    bool single = true;
-    bool have = false;
+    bool single = true, have = false;
 #pragma unroll
     for (int i = 0; i < N; ++i) {
       if ((m >> i) & 1u) {
@@ -144,21 +156,30 @@ struct RowSelect {
         }
       }
     }
-    const u32 any = __ballot_sync(kFullMask, cnt != 0);
-    if (any == 0) return;
     const u32 ref = __shfl_sync(kFullMask, d0, __ffs(any) - 1);
     if (__all_sync(kFullMask, cnt == 0 || (single && d0 == ref))) {
       const u32 total = __reduce_add_sync(kFullMask, cnt);
       if (lane_id() == 0) atomicAdd(&h[ref], total);
       return;
     }
-    if (single) {
-      if (cnt) atomicAdd(&h[d0], cnt);
-      return;
-    }
 #pragma unroll
     for (int i = 0; i < N; ++i)
       if ((m >> i) & 1u) atomicAdd(&h[d[i]], 1u);
+  }
+
+  // hist_add for a warp whose every lane holds N valid elements.
+  template <int N>
+  __device__ __forceinline__ void hist_add_full(u32* h, const u32 (&d)[N]) const {
+    bool single = true;
+#pragma unroll
+    for (int i = 1; i < N; ++i) single = single && d[i] == d[0];
+    const u32 ref = __shfl_sync(kFullMask, d[0], 0);
+    if (__all_sync(kFullMask, single && d[0] == ref)) {
+      if (lane_id() == 0) atomicAdd(&h[ref], 32u * N);
+      return;
+    }
+#pragma unroll
+    for (int i = 0; i < N; ++i) atomicAdd(&h[d[i]], 1u);
   }
 
   // Reserves `cnt` consecutive slots per lane from the counter at `addr`
@@ -173,17 +194,16 @@ struct RowSelect {
   }
 
   // One step of a scan: N elements per lane, all 32 lanes of the warp
-  // together (valid == 0 for lanes without work).
-  template <int N>
+  // together (valid == 0 for lanes without work). P0: the pass-0 filter,
+  // where every element is a candidate and the digit shape is known.
+  template <int N, bool P0>
   __device__ __forceinline__ void process(const u32 (&key)[N], const u32 (&col)[N], u32 valid,
                                           bool from_buffer) {
     u32 sel = 0, eq = 0;
-    u32 dig[N];
 #pragma unroll
     for (int i = 0; i < N; ++i) {
-      dig[i] = 0;
-      if (((valid >> i) & 1u) && matches(key[i], from_buffer)) {
-        const u32 d = digit(key[i], pass);
+      if (((valid >> i) & 1u) && (P0 || matches(key[i], from_buffer))) {
+        const u32 d = P0 ? digit0(key[i]) : digit(key[i], pass);
         if (d > bin || (action == kSelectAll && d == bin))
           sel |= 1u << i;
         else if (d == bin)
@@ -191,50 +211,59 @@ struct RowSelect {
       }
     }
     if (__any_sync(kFullMask, sel != 0)) {
-      u32 pos = reserve(out_addr, __popc(sel), true);
+      u32 pos = reserve(Cl::map(&ctl->out, 0), __popc(sel), true);
 #pragma unroll
       for (int i = 0; i < N; ++i)
         if ((sel >> i) & 1u) write(pos++, col[i]);
     }
-    if (action == kSelectAll) return;
+    if (action == kSelectAll || !__any_sync(kFullMask, eq != 0)) return;
     if (action == kFilter) {
-      if (buffering) {
-        if (__any_sync(kFullMask, eq != 0)) {
-          u32 pos = reserve(smem_addr(&ctl->buf_n), __popc(eq), false);
-#pragma unroll
-          for (int i = 0; i < N; ++i)
-            if ((eq >> i) & 1u) {
-              buf_key[pos] = key[i];
-              buf_idx[pos] = col[i];
-              ++pos;
-            }
-        }
-      }
-      if (pass + 1 < kPasses) {
-#pragma unroll
-        for (int i = 0; i < N; ++i) dig[i] = digit(key[i], pass + 1);
-        hist_add(hist_next, dig, eq);
-      }
-    } else if (action == kTies) {
-      if (__any_sync(kFullMask, eq != 0)) {
-        u32 t = reserve(tie_addr, __popc(eq), true);
+      if (gather) {
+        // Addresses in the leader's shared memory (mapa is one instruction;
+        // keeping them live would cost registers in the hot loop).
+        u32 pos = reserve(Cl::map(&ctl->buf_n, 0), __popc(eq), true);
+        const u32 lead_key = Cl::map(buf_key, 0), lead_idx = Cl::map(buf_idx, 0);
 #pragma unroll
         for (int i = 0; i < N; ++i)
           if ((eq >> i) & 1u) {
-            if (t < need) write(static_cast<u32>(k) - need + t, col[i]);
-            ++t;
+            Cl::store(lead_key + 4u * pos, key[i]);
+            Cl::store(lead_idx + 4u * pos, col[i]);
+            ++pos;
           }
+        return;  // the leader histograms the gathered buffer itself
       }
-    } else {  // kRankList
-      if (__any_sync(kFullMask, eq != 0)) {
-        u32 pos = reserve(smem_addr(&ctl->list_n), __popc(eq), false);
+      if (buffering) {
+        u32 pos = reserve(smem_addr(&ctl->buf_n), __popc(eq), false);
 #pragma unroll
         for (int i = 0; i < N; ++i)
           if ((eq >> i) & 1u) {
-            list[pos] = (static_cast<u64>(key[i]) << 32) | (0xffffffffu - col[i]);
+            buf_key[pos] = key[i];
+            buf_idx[pos] = col[i];
             ++pos;
           }
       }
+      if ((P0 ? 1 : pass + 1) < kPasses) {
+        u32 dig[N];
+#pragma unroll
+        for (int i = 0; i < N; ++i) dig[i] = digit(key[i], P0 ? 1 : pass + 1);
+        hist_add(hist_next, dig, eq);
+      }
+    } else if (action == kTies) {
+      u32 t = reserve(Cl::map(&ctl->tie, 0), __popc(eq), true);
+#pragma unroll
+      for (int i = 0; i < N; ++i)
+        if ((eq >> i) & 1u) {
+          if (t < need) write(static_cast<u32>(k) - need + t, col[i]);
+          ++t;
+        }
+    } else {  // kRankList
+      u32 pos = reserve(smem_addr(&ctl->list_n), __popc(eq), false);
+#pragma unroll
+      for (int i = 0; i < N; ++i)
+        if ((eq >> i) & 1u) {
+          list[pos] = (static_cast<u64>(key[i]) << 32) | (0xffffffffu - col[i]);
+          ++pos;
+        }
     }
   }
 
@@ -253,13 +282,13 @@ struct RowSelect {
   }
 
   // Visits the slice elements [g0, len) from global memory. F(raw[N],
-  // col[N], valid) is called warp-uniformly. Head and tail elements (outside
-  // the 16-byte-aligned body) go through warp 0, one per lane.
+  // col[N], valid, j, warp_full) is called warp-uniformly; warp_full says
+  // every lane holds N valid elements. Head and tail elements (outside the
+  // 16-byte-aligned body) go through warp 0, one per lane.
   template <class F>
   __device__ __forceinline__ void visit_global(int g0, const F& f) const {
     const int warp = threadIdx.x >> 5;
     const u32 lane = lane_id();
-    // Scalars: the head (when g0 == 0) and the tail.
     const int tail0 = head + nvec * V;
     const int nhead = g0 == 0 ? head : 0;
     const int ntail = len - (tail0 > g0 ? tail0 : g0);
@@ -276,7 +305,7 @@ struct RowSelect {
         col[0] = s0 + j;
         valid = 1;
       }
-      f(raw, col, valid, j);
+      f(raw, col, valid, j, false);
     }
     const int v0 = g0 <= head ? 0 : (g0 - head) / V;
     const uint4* body = reinterpret_cast<const uint4*>(row + s0 + head);
@@ -296,13 +325,28 @@ struct RowSelect {
         const int j = head + v * V;
 #pragma unroll
         for (int i = 0; i < V; ++i) col[i] = s0 + j + i;
-        f(raw, col, v < nvec ? (1u << V) - 1u : 0u, j);
+        f(raw, col, v < nvec ? (1u << V) - 1u : 0u, j, base + u * T + 31 < nvec);
       }
     }
   }
 
+  // Keys of elements read from global memory, handed to process().
+  template <bool P0>
+  struct ScanOp {
+    RowSelect* self;
+    template <int N>
+    __device__ __forceinline__ void operator()(const u32 (&raw)[N], const u32 (&col)[N], u32 valid, int,
+                                               bool) const {
+      u32 key[N];
+#pragma unroll
+      for (int i = 0; i < N; ++i) key[i] = K::key_flip(raw[i], self->flip);
+      self->template process<N, P0>(key, col, valid, false);
+    }
+  };
+
   // Scans the current candidates (buffer, or cached slice then global
   // memory) with the current action.
+  template <bool P0>
   __device__ __forceinline__ void scan(bool from_buffer) {
     if (from_buffer) {
       const u32 n = ctl->buf_n;
@@ -313,7 +357,7 @@ struct RowSelect {
           key[0] = buf_key[i];
           col[0] = buf_idx[i];
         }
-        process(key, col, i < n ? 1u : 0u, true);
+        process<1, P0>(key, col, i < n ? 1u : 0u, true);
       }
       return;
     }
@@ -325,15 +369,7 @@ struct RowSelect {
         u32 key[V], col[V];
         u32 valid = 0;
         if (w < W) {
-          const uint4 q = cv[w];
-          if (V == 4) {
-            key[0] = q.x;
-            key[1] = q.y;
-            key[2] = q.z;
-            key[3] = q.w;
-          } else {
-            unpack(q, key);
-          }
+          unpack(cv[w], key);
 #pragma unroll
           for (int i = 0; i < V; ++i) {
             const int c = w * V + i;
@@ -344,37 +380,29 @@ struct RowSelect {
 #pragma unroll
           for (int i = 0; i < V; ++i) key[i] = col[i] = 0;
         }
-        process(key, col, valid, false);
+        process<V, P0>(key, col, valid, false);
       }
     }
-    if (cache_len < len) visit_global(cache_len, ScanOp{this});
+    if (cache_len < len) visit_global(cache_len, ScanOp<P0>{this});
   }
-
-  // Keys of elements read from global memory, handed to process().
-  struct ScanOp {
-    RowSelect* self;
-    template <int N>
-    __device__ __forceinline__ void operator()(const u32 (&raw)[N], const u32 (&col)[N], u32 valid, int) const {
-      u32 key[N];
-#pragma unroll
-      for (int i = 0; i < N; ++i) key[i] = K::key(raw[i], self->smallest);
-      self->process(key, col, valid, false);
-    }
-  };
 
   // Pass 0: histogram of the first digit over the slice; fills the cache.
   struct Pass0Op {
     RowSelect* self;
     template <int N>
-    __device__ __forceinline__ void operator()(const u32 (&raw)[N], const u32 (&col)[N], u32 valid, int j) const {
+    __device__ __forceinline__ void operator()(const u32 (&raw)[N], const u32 (&col)[N], u32 valid, int j,
+                                               bool warp_full) const {
       RowSelect& s = *self;
       u32 key[N], d[N];
 #pragma unroll
       for (int i = 0; i < N; ++i) {
-        key[i] = K::key(raw[i], s.smallest);
-        d[i] = s.digit(key[i], 0);
+        key[i] = K::key_flip(raw[i], s.flip);
+        d[i] = s.digit0(key[i]);
       }
-      s.hist_add(s.hist, d, valid);
+      if (warp_full)
+        s.hist_add_full(s.hist, d);
+      else
+        s.hist_add(s.hist, d, valid);
       if (s.cache_len > 0) {
         if (N == V && valid == (1u << V) - 1u && j + V <= s.cache_len) {
           uint4 q;
@@ -398,10 +426,10 @@ struct RowSelect {
       }
     }
   };
-  __device__ __forceinline__ void pass0() { visit_global(0, Pass0Op{this}); }
 
   // Final step when few candidates remain: every candidate counts the
-  // candidates (in all CTAs) that beat it; ties go to the lower index.
+  // candidates (in all CTAs working on the row) that beat it; ties go to the
+  // lower index.
   __device__ __forceinline__ void rank_finish() {
     const u32 n_local = ctl->list_n;
     for (u32 i = threadIdx.x; i < n_local; i += T) {
@@ -416,11 +444,19 @@ struct RowSelect {
     }
   }
 
+  // Barrier over everything working on the row.
+  __device__ __forceinline__ void sync_row() {
+    if (kClustered && !solo)
+      Cl::sync();
+    else
+      __syncthreads();
+  }
+
   __device__ void run(const TopkArgs& a, unsigned char* smem, RowControl* control) {
     C = static_cast<int>(Cl::size());
     const int rowi = blockIdx.x / C;
     const u32 rank = Cl::rank();
-    smallest = (a.flags & TOPK_FLAG_SMALLEST) != 0;
+    flip = (a.flags & TOPK_FLAG_SMALLEST) ? (KB == 32 ? ~0u : 0xffffu) : 0u;
     values = (a.flags & TOPK_FLAG_VALUES) != 0 && a.out_val != nullptr;
     k = a.k;
     row = static_cast<const Raw*>(a.input) + static_cast<long long>(rowi) * a.row_stride;
@@ -483,8 +519,6 @@ struct RowSelect {
     buf_idx = buf_key + S;
     list = reinterpret_cast<u64*>(buf_idx + S);
     cache = reinterpret_cast<Cached*>(smem + smem_layout_bytes(P::kHistSmem, S, rank_ok, 0, 0));
-    out_addr = Cl::map(&ctl->out, 0);
-    tie_addr = Cl::map(&ctl->tie, 0);
 
     for (int i = threadIdx.x; i < 2 * NB; i += T) hist[i] = 0;
     if (threadIdx.x == 0) {
@@ -501,17 +535,19 @@ struct RowSelect {
     prefix = 0;
     coarse_bin = 0;
     buffering = false;
+    gather = false;
+    solo = false;
     bool buffered = false;
     u32 k_rem = static_cast<u32>(k);
     __syncthreads();
 
-    pass0();
+    visit_global(0, Pass0Op{this});
 
     int cur = 0;
     for (;;) {
-      Cl::sync();  // hist[cur] is complete in every CTA of the cluster
+      sync_row();  // hist[cur] is complete in every CTA working on the row
       const u32* g = hist + cur * NB;
-      if (kClustered) {
+      if (kClustered && !solo) {
         // All remote loads of a bin are issued before any is used, so their
         // latencies overlap instead of adding up (CTAs beyond C load nothing).
         for (int i = threadIdx.x; i < NB; i += T) {
@@ -526,13 +562,20 @@ struct RowSelect {
         __syncthreads();
         g = ghist;
       }
-      const ThresholdResult thr = find_threshold<T, NB>(g, k_rem, &ctl->thr, ctl->scan_scratch);
+      // The other histogram is free once every CTA passed the barrier above
+      // (its last readers were the previous round's merges): zero it during
+      // the threshold search for the next pass to fill.
+      const int nxt = cur ^ 1;
+      hist_next = hist + nxt * NB;
+      const ThresholdResult thr = find_threshold<T, NB>(g, k_rem, &ctl->thr, ctl->scan_scratch, hist_next);
       bin = thr.bin;
       need = k_rem - thr.above;
 
       if (pass == 0 && S > 0) {
-        // Buffer only if every CTA's share of the threshold bin fits.
-        if (kClustered) {
+        if (kClustered && thr.count <= static_cast<u32>(S)) {
+          gather = true;  // the whole bin fits the leader's buffer
+        } else if (kClustered) {
+          // Buffer locally only if every CTA's share of the bin fits.
           if (threadIdx.x < static_cast<unsigned>(C))
             atomicMax(&ctl->max_local, Cl::load(Cl::map(hist + bin, threadIdx.x)));
           __syncthreads();
@@ -545,27 +588,45 @@ struct RowSelect {
       const bool last = pass == kPasses - 1;
       if (thr.count == need) {
         action = kSelectAll;
-        scan(buffered);
+        if (pass == 0)
+          scan<true>(false);
+        else
+          scan<false>(buffered);
         break;
       }
       if (last) {
         action = kTies;
-        scan(buffered);
+        scan<false>(buffered);
         break;
       }
       if (rank_ok && buffered && pass >= a.rounds && thr.count <= static_cast<u32>(TOPK_RANK_CAP)) {
         action = kRankList;
-        scan(true);
-        Cl::sync();
+        scan<false>(true);
+        sync_row();
         rank_finish();
         break;
       }
-      const int nxt = cur ^ 1;
-      hist_next = hist + nxt * NB;
-      for (int i = threadIdx.x; i < NB; i += T) hist_next[i] = 0;
-      __syncthreads();
       action = kFilter;
-      scan(buffered);
+      if (pass == 0)
+        scan<true>(false);
+      else
+        scan<false>(buffered);
+      if (gather) {
+        // Every candidate and every selection of the pass is in place; the
+        // leader goes on alone with the gathered buffer.
+        Cl::sync();
+        if (rank != 0) return;
+        solo = true;
+        gather = false;
+        C = 1;
+        const u32 n = ctl->buf_n;
+        for (u32 base = (threadIdx.x >> 5) * 32; base < n; base += T) {
+          const u32 i = base + lane_id();
+          u32 d[1] = {i < n ? digit(buf_key[i], pass + 1) : 0u};
+          hist_add(hist_next, d, i < n ? 1u : 0u);
+        }
+        buffered = true;
+      }
       buffered = buffered || buffering;
       buffering = false;
       if (kCoarse && pass == 0) {
@@ -581,7 +642,7 @@ struct RowSelect {
       cur = nxt;
       ++pass;
     }
-    if (kClustered) Cl::sync();  // peers may still read this CTA's shared memory
+    if (kClustered && !solo) Cl::sync();  // peers may still read this CTA's shared memory
   }
 };
 

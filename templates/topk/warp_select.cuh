@@ -2,7 +2,8 @@
 // row's keys in registers, ITEMS per lane. The threshold is found one key bit
 // at a time, a radix select of width 1 where each step is one warp reduction
 // (no shared memory, no barriers); it stops as soon as exactly k keys reach
-// the candidate threshold.
+// the candidate threshold. For small k (MoE routing) a tournament over
+// per-lane sorted keys takes k warp reductions instead (see tournament()).
 #pragma once
 #include "topk/args.h"
 #include "topk/keys.cuh"
@@ -10,12 +11,87 @@
 
 namespace topk {
 
+// Sorts a register array descending with a bitonic network; N is a power of
+// two and every index is a compile-time constant, so `v` stays in registers.
+template <int N, class T>
+__device__ __forceinline__ void sort_desc(T (&v)[N]) {
+#pragma unroll
+  for (int size = 2; size <= N; size <<= 1)
+#pragma unroll
+    for (int stride = size / 2; stride > 0; stride >>= 1)
+#pragma unroll
+      for (int i = 0; i < N; ++i) {
+        const int j = i ^ stride;
+        if (j > i) {
+          const T a = v[i], b = v[j];
+          const T hi = a > b ? a : b, lo = a > b ? b : a;
+          const bool desc = (i & size) == 0;
+          v[i] = desc ? hi : lo;
+          v[j] = desc ? lo : hi;
+        }
+      }
+}
+
+// Small k: every lane sorts its keys, packed with the inverted element index
+// (so all packed keys are distinct, ties go to the lower index, and a
+// missing element packs to 0, below every real one); then k rounds each take
+// the warp's largest head and let its lane advance. k dependent warp
+// reductions instead of one per key bit.
+constexpr int kTournamentMaxK = 16;
+
+template <class P, class Raw>
+__device__ __forceinline__ void tournament(const u32 (&key)[P::kItems], int L, int k, int start, const Raw* src,
+                                           int* oi, Raw* ov, bool values) {
+  constexpr int I = P::kItems;
+  const u32 lane = lane_id();
+  if (Keys<P::kDtype>::kBits == 16) {
+    u32 v[I];
+#pragma unroll
+    for (int i = 0; i < I; ++i) {
+      const int e = i * 32 + static_cast<int>(lane);
+      v[i] = e < L ? (key[i] << 16) | (0xffffu - static_cast<u32>(e)) : 0u;
+    }
+    sort_desc(v);
+    for (int j = 0; j < k; ++j) {
+      const u32 m = __reduce_max_sync(kFullMask, v[0]);
+      if (v[0] == m) {  // exactly one lane: packed keys are distinct
+        const int e = static_cast<int>(0xffffu - (m & 0xffffu));
+        oi[j] = start + e;
+        if (values) ov[j] = src[e];
+#pragma unroll
+        for (int i = 0; i + 1 < I; ++i) v[i] = v[i + 1];
+        v[I - 1] = 0;
+      }
+    }
+  } else {
+    u64 v[I];
+#pragma unroll
+    for (int i = 0; i < I; ++i) {
+      const int e = i * 32 + static_cast<int>(lane);
+      v[i] = e < L ? (static_cast<u64>(key[i]) << 32) | (0xffffffffu - static_cast<u32>(e)) : 0ull;
+    }
+    sort_desc(v);
+    for (int j = 0; j < k; ++j) {
+      const u32 hi = static_cast<u32>(v[0] >> 32);
+      const u32 mh = __reduce_max_sync(kFullMask, hi);
+      const u32 ml = __reduce_max_sync(kFullMask, hi == mh ? static_cast<u32>(v[0]) : 0u);
+      if (hi == mh && static_cast<u32>(v[0]) == ml) {
+        const int e = static_cast<int>(0xffffffffu - ml);
+        oi[j] = start + e;
+        if (values) ov[j] = src[e];
+#pragma unroll
+        for (int i = 0; i + 1 < I; ++i) v[i] = v[i + 1];
+        v[I - 1] = 0;
+      }
+    }
+  }
+}
+
 template <class P>
 __device__ __forceinline__ void warp_topk(const TopkArgs& a) {
   using K = Keys<P::kDtype>;
   using Raw = typename K::Raw;
   constexpr int I = P::kItems;
-  constexpr int V = K::kVec;
   constexpr int KB = K::kBits;
   const int rowi = blockIdx.x * (P::kBlock / 32) + static_cast<int>(threadIdx.x >> 5);
   if (rowi >= a.batch) return;  // the whole warp leaves together
@@ -47,48 +123,37 @@ __device__ __forceinline__ void warp_topk(const TopkArgs& a) {
     return;
   }
 
-  // Lane l holds elements [l*I, l*I + I): contiguous, so 16-byte loads work
-  // and lane order is index order (ties below go to the lowest index).
-  // Missing elements get key 0; every candidate threshold is >= 1, so they
-  // are never counted, and the tie step checks validity explicitly.
+  // Lane l holds elements l, l + 32, ...: coalesced loads, and a sorted row
+  // spreads its largest elements over many lanes (the prefilter below relies
+  // on that). Missing elements get key 0; every candidate threshold is >= 1,
+  // so they are never counted, and the tie step checks validity explicitly.
+  const u32 flip = smallest ? (KB == 32 ? ~0u : 0xffffu) : 0u;
   u32 key[I];
-  const int e0 = static_cast<int>(lane) * I;
-  const bool vec_ok = (I % V == 0) && ((reinterpret_cast<unsigned long long>(src) & 15u) == 0);
-  if (vec_ok) {
 #pragma unroll
-    for (int q = 0; q < I / V; ++q) {
-      const int e = e0 + q * V;
-      if (e + V <= L) {
-        const uint4 x = *reinterpret_cast<const uint4*>(src + e);
-        const u32 w[4] = {x.x, x.y, x.z, x.w};
-#pragma unroll
-        for (int i = 0; i < V; ++i) {
-          const u32 raw = V == 4 ? w[i % 4] : ((w[(i / 2) % 4] >> (16 * (i & 1))) & 0xffffu);
-          key[q * V + i] = K::key(raw, smallest);
-        }
-      } else {
-#pragma unroll
-        for (int i = 0; i < V; ++i) key[q * V + i] = e + i < L ? K::key(src[e + i], smallest) : 0u;
-      }
-    }
-  } else {
-#pragma unroll
-    for (int i = 0; i < I; ++i) key[i] = e0 + i < L ? K::key(src[e0 + i], smallest) : 0u;
+  for (int i = 0; i < I; ++i) {
+    const int e = i * 32 + static_cast<int>(lane);
+    key[i] = e < L ? K::key_flip(src[e], flip) : 0u;
   }
 
+  if (k <= kTournamentMaxK) {
+    tournament<P>(key, L, k, start, src, oi, ov, values);
+    return;
+  }
   u32 thr = 0;
   bool exact = false;
-  for (int bit = KB - 1; bit >= 0; --bit) {
-    const u32 cand = thr | (1u << bit);
-    u32 c = 0;
+  if (!exact) {
+    for (int bit = KB - 1; bit >= 0; --bit) {
+      const u32 cand = thr | (1u << bit);
+      u32 c = 0;
 #pragma unroll
-    for (int i = 0; i < I; ++i) c += key[i] >= cand ? 1u : 0u;
-    c = __reduce_add_sync(kFullMask, c);
-    if (c >= static_cast<u32>(k)) {
-      thr = cand;
-      if (c == static_cast<u32>(k)) {
-        exact = true;
-        break;
+      for (int i = 0; i < I; ++i) c += key[i] >= cand ? 1u : 0u;
+      c = __reduce_add_sync(kFullMask, c);
+      if (c >= static_cast<u32>(k)) {
+        thr = cand;
+        if (c == static_cast<u32>(k)) {
+          exact = true;
+          break;
+        }
       }
     }
   }
@@ -98,7 +163,7 @@ __device__ __forceinline__ void warp_topk(const TopkArgs& a) {
 #pragma unroll
   for (int i = 0; i < I; ++i) {
     if (exact ? key[i] >= thr : key[i] > thr) sel |= 1u << i;
-    else if (!exact && key[i] == thr && e0 + i < L) tie |= 1u << i;
+    else if (!exact && key[i] == thr && i * 32 + static_cast<int>(lane) < L) tie |= 1u << i;
   }
   const u32 ns = __popc(sel);
   const u32 sincl = warp_inclusive_prefix(ns);
@@ -107,8 +172,9 @@ __device__ __forceinline__ void warp_topk(const TopkArgs& a) {
 #pragma unroll
   for (int i = 0; i < I; ++i)
     if ((sel >> i) & 1u) {
-      oi[pos] = start + e0 + i;
-      if (values) ov[pos] = src[e0 + i];
+      const int e = i * 32 + static_cast<int>(lane);
+      oi[pos] = start + e;
+      if (values) ov[pos] = src[e];
       ++pos;
     }
   if (!exact) {
@@ -119,8 +185,9 @@ __device__ __forceinline__ void warp_topk(const TopkArgs& a) {
     for (int i = 0; i < I; ++i)
       if ((tie >> i) & 1u) {
         if (t < need) {
-          oi[stotal + t] = start + e0 + i;
-          if (values) ov[stotal + t] = src[e0 + i];
+          const int e = i * 32 + static_cast<int>(lane);
+          oi[stotal + t] = start + e;
+          if (values) ov[stotal + t] = src[e];
         }
         ++t;
       }
