@@ -4,7 +4,7 @@
 
 namespace topk::tuner {
 
-StatusOr<DeviceCase> DeviceCase::Make(const Problem& p, Dist dist, uint64_t seed) {
+StatusOr<DeviceCase> DeviceCase::Make(const Problem& p, Dist dist, uint64_t seed, RangesMode ranges) {
   TOPK_RETURN_IF_ERROR(p.Validate());
   DeviceCase c;
   c.problem = p;
@@ -12,7 +12,17 @@ StatusOr<DeviceCase> DeviceCase::Make(const Problem& p, Dist dist, uint64_t seed
   c.seed = seed;
   c.host = HostMatrix(p.dtype, p.batch, p.n, p.stride());
   Fill(&c.host, dist, seed, p.k);
-  if (p.ranges) c.ranges = MakeRanges(p.batch, p.n, seed);
+  if (p.ranges) {
+    if (ranges == RangesMode::kFull) {
+      c.ranges.resize(static_cast<size_t>(2 * p.batch));
+      for (int64_t r = 0; r < p.batch; ++r) {
+        c.ranges[static_cast<size_t>(2 * r)] = 0;
+        c.ranges[static_cast<size_t>(2 * r + 1)] = static_cast<int32_t>(p.n);
+      }
+    } else {
+      c.ranges = MakeRanges(p.batch, p.n, seed);
+    }
+  }
   c.ref = ComputeReference(c.host, p, p.ranges ? c.ranges.data() : nullptr);
   const size_t in_bytes = std::max<size_t>(c.host.bytes.size(), 16);
   TOPK_ASSIGN_OR_RETURN(c.input, jit::DeviceBuffer::Alloc(in_bytes));

@@ -14,6 +14,12 @@
 
 namespace topk::tuner {
 
+// How a case with per-row ranges picks them: random and adversarial (empty,
+// reversed, at the row's end, odd lengths; for verification) or every row
+// whole (for timing: the work torch.topk does, the decode case of the DSA
+// indexer).
+enum class RangesMode { kRandom, kFull };
+
 struct DeviceCase {
   Problem problem;
   Dist dist = Dist::kNormal;
@@ -28,7 +34,8 @@ struct DeviceCase {
 
   // Generates the input on the host, computes the reference, uploads. The
   // context must be current.
-  static StatusOr<DeviceCase> Make(const Problem& p, Dist dist, uint64_t seed);
+  static StatusOr<DeviceCase> Make(const Problem& p, Dist dist, uint64_t seed,
+                                   RangesMode ranges = RangesMode::kRandom);
   // Extra copies of the input on the device so that timing can rotate
   // through more bytes than the L2 holds.
   Status AddCopies(int copies);

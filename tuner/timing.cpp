@@ -44,6 +44,7 @@ namespace {
 
 // Owns the driver objects of one measurement so every return frees them.
 struct Resources {
+  CUstream own_stream = nullptr;
   CUgraph graph = nullptr;
   CUgraphExec exec = nullptr;
   CUevent start = nullptr, stop = nullptr;
@@ -54,6 +55,7 @@ struct Resources {
     if (graph) (*d)->cuGraphDestroy(graph);
     if (start) (*d)->cuEventDestroy(start);
     if (stop) (*d)->cuEventDestroy(stop);
+    if (own_stream) (*d)->cuStreamDestroy(own_stream);
   }
 };
 
@@ -72,6 +74,10 @@ StatusOr<Samples> TimeVariant(const jit::PreparedVariant& v, DeviceCase* c, cons
   void* vals = p.values ? c->values.ptr() : nullptr;
 
   Resources r;
+  if (!stream) {  // graphs cannot be captured on the legacy default stream
+    TOPK_CU(cuStreamCreate, &r.own_stream, CU_STREAM_NON_BLOCKING);
+    stream = r.own_stream;
+  }
   // One direct launch first: a launch error surfaces here, not inside capture.
   TOPK_RETURN_IF_ERROR(v.Launch(c->input.ptr(), ranges, idx, vals, p.batch, stream));
   TOPK_CU(cuStreamSynchronize, stream);

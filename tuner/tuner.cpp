@@ -285,8 +285,12 @@ StatusOr<ShapeSummary> Tuner::TuneShape(const Problem& p, int index, int count,
   std::string best_id;
   int done = 0, evaluated = 0;
   double eval_seconds = 0;
+  // The budget covers the search only: injected test faults (a hang waits
+  // for the watchdog) must not eat it.
+  const auto search_t0 = Clock::now();
   for (;;) {
-    if (budgeted && Seconds(t0) > opt_.budget_s) break;
+    if (budgeted && Seconds(search_t0) > opt_.budget_s) break;
+    if (opt_.max_candidates > 0 && done >= opt_.max_candidates) break;
     const int i = strategy->Next();
     if (i < 0) break;
     const gen::Config& c = space[static_cast<size_t>(i)];
@@ -327,7 +331,7 @@ StatusOr<ShapeSummary> Tuner::TuneShape(const Problem& p, int index, int count,
     ev.best_id = best_id;
     ev.elapsed_s = Seconds(t0);
     const double per = evaluated ? eval_seconds / evaluated : 0.1;
-    ev.eta_s = budgeted ? std::max(0.0, opt_.budget_s - ev.elapsed_s)
+    ev.eta_s = budgeted ? std::max(0.0, opt_.budget_s - Seconds(search_t0))
                         : per * static_cast<double>(ev.total - done);
     if (progress) progress(ev);
   }

@@ -23,6 +23,7 @@ namespace topk::tuner {
 struct TuneOptions {
   std::string strategy = "auto";  // "exhaustive", "budget", "auto"
   double budget_s = 30;           // per shape, for the budget strategy
+  int max_candidates = 0;         // per shape, any strategy (0: no limit)
   int retime_top = 3;             // re-time this many of the best at the end
   MeasureSettings measure;
   std::string dist = "normal";

@@ -187,13 +187,13 @@ class Server {
       *fatal = Sticky();
       return fail(cache::Outcome::kCrash, s);
     };
-    auto bench = Case(r.problem, r.dist, r.seed);
+    auto bench = Case(r.problem, r.dist, r.seed, RangesMode::kFull);
     if (!bench.ok()) return fail(cache::Outcome::kSkipped, bench.status().WithContext("preparing inputs"));
     if (r.verify) {
       Status s = RunAndCheck(*v, *bench, stream_);
       if (!s.ok()) return classify(s);
       if (!r.adversarial_dist.empty()) {
-        auto adv = Case(r.problem, r.adversarial_dist, r.seed + 1);
+        auto adv = Case(r.problem, r.adversarial_dist, r.seed + 1, RangesMode::kRandom);
         if (!adv.ok()) return fail(cache::Outcome::kSkipped, adv.status().WithContext("preparing inputs"));
         s = RunAndCheck(*v, *adv, stream_);
         if (!s.ok()) return classify(s);
@@ -231,12 +231,13 @@ class Server {
 
   // Inputs and references are expensive for large problems: keep the last
   // few, keyed by problem, distribution and seed.
-  StatusOr<DeviceCase*> Case(const Problem& p, const std::string& dist_name, uint64_t seed) {
-    const std::string key = p.ToString() + "|" + dist_name + "|" + std::to_string(seed);
+  StatusOr<DeviceCase*> Case(const Problem& p, const std::string& dist_name, uint64_t seed, RangesMode rm) {
+    const std::string key = p.ToString() + "|" + dist_name + "|" + std::to_string(seed) + "|" +
+                            (rm == RangesMode::kFull ? "full" : "random");
     for (auto& [k, c] : cases_)
       if (k == key) return c.get();
     TOPK_ASSIGN_OR_RETURN(Dist dist, ParseDist(dist_name));
-    TOPK_ASSIGN_OR_RETURN(DeviceCase c, DeviceCase::Make(p, dist, seed));
+    TOPK_ASSIGN_OR_RETURN(DeviceCase c, DeviceCase::Make(p, dist, seed, rm));
     if (cases_.size() >= 4) cases_.pop_front();
     cases_.emplace_back(key, std::make_unique<DeviceCase>(std::move(c)));
     return cases_.back().second.get();
