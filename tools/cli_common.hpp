@@ -1,0 +1,105 @@
+// Pieces every topk-tune subcommand shares: exit codes, error messages,
+// argument parsing (shapes, shards, device lists), path checks and plain
+// text tables. tools/ is the only layer that prints or exits; the functions
+// here print only where their comment says so.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <iosfwd>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "topk/status.hpp"
+#include "topk/topk.hpp"
+
+namespace topk::cli {
+
+// Exit codes (documented in docs/CLI.md and in the --help footer).
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitError = 1,    // anything else (worker cannot start, internal error)
+  kExitUsage = 2,    // bad flags, shapes, paths: nothing was done
+  kExitNoGpu = 3,    // the command needs an NVIDIA GPU and found none
+  kExitCache = 4,    // the cache file is missing, corrupt or cannot be opened
+  kExitPartial = 5,  // finished, but some shapes have no winner / some winners failed
+};
+
+extern const char* const kExitCodeHelp;
+
+// Prints "topk-tune: error: <message>" (and "  <hint>" when given) to stderr
+// and returns `code`, so that handlers can `return Fail(...)`.
+int Fail(int code, const std::string& message, const std::string& hint = "");
+// Prints "topk-tune: warning: <message>" to stderr.
+void Warn(const std::string& message);
+
+// One subcommand: its CLI11 app and what runs when it was chosen.
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
+// The subcommands, each in its own file.
+Command AddDevices(CLI::App& root);
+Command AddSpace(CLI::App& root);
+Command AddEmit(CLI::App& root);
+Command AddTune(CLI::App& root);
+Command AddShow(CLI::App& root);
+Command AddReport(CLI::App& root);
+Command AddVerify(CLI::App& root);
+Command AddExport(CLI::App& root);
+Command AddImport(CLI::App& root);
+Command AddMerge(CLI::App& root);
+
+// ---- arguments
+
+extern const char* const kShapeHelp;
+
+// "[DTYPE:]BATCHxN:K[:FLAG...]" with flags ranges, values, sorted, smallest,
+// largest, stride=S; e.g. "f32:64x32768:2048:ranges". Checks the result with
+// tuner::ValidateTunable; errors are kInvalidArgument naming the spec.
+StatusOr<Problem> ParseShape(const std::string& spec);
+// The inverse of ParseShape: "f32:64x32768:2048:ranges".
+std::string ShapeSpec(const Problem& p);
+// "i/N" with 0 <= i < N.
+StatusOr<std::pair<int, int>> ParseShard(const std::string& spec);
+// "0,1,3": distinct non-negative ordinals.
+StatusOr<std::vector<int>> ParseDeviceList(const std::string& spec);
+
+// The --db value, or topk::DefaultCachePath() when empty.
+std::string CachePath(const std::string& flag);
+
+// Whether a cache file can be created or written at `path` without leaving
+// anything behind: an existing file must be a writable regular file; a
+// missing one needs a directory (or an ancestor in which the missing
+// directories can be made) that accepts new entries. The probe creates and
+// removes a temporary entry.
+Status CheckWritableFile(const std::string& path);
+// The same for an output directory (created later if missing).
+Status CheckWritableDir(const std::string& dir);
+
+// Message and exit code for a failed Cache::Open / OpenReadOnly.
+int CacheOpenFailure(const Status& s, const std::string& path, bool read_only);
+
+// ---- formatting
+
+std::string FormatUs(double us);             // "41.2" (three significant digits)
+std::string FormatSpeedup(double x);         // "1.34x", "-" when 0
+std::string FormatDuration(double seconds);  // "42s", "3m05s", "1h02m"
+std::string FormatBytes(int64_t bytes);      // "50 MiB"
+
+// A plain text table: columns padded to their widest cell.
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header) : header_(std::move(header)) {}
+  void Add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  bool empty() const { return rows_.empty(); }
+  void Print(std::ostream& os) const;
+
+ private:
+  std::vector<std::string> header_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+}  // namespace topk::cli

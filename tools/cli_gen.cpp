@@ -1,0 +1,169 @@
+// `space` and `emit`: the generator's view of a problem. No GPU, no cache.
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "generator/config.hpp"
+#include "generator/source.hpp"
+#include "tools/cli_common.hpp"
+
+namespace topk::cli {
+
+namespace {
+
+StatusOr<gen::Arch> ParseArch(const std::string& name) {
+  auto a = gen::Arch::FromName(name);
+  if (!a.ok()) return InvalidArgument("--arch", a.status().message());
+  return a;
+}
+
+std::vector<std::string> ConfigCells(const gen::Config& c) {
+  return {std::to_string(c.block_threads),
+          std::to_string(c.radix_bits),
+          c.half_first ? "yes" : "no",
+          std::to_string(c.smem_buffer),
+          c.cluster == 0 ? "warp" : std::to_string(c.cluster),
+          std::to_string(c.rounds),
+          c.row_cache ? "yes" : "no",
+          std::to_string(c.items)};
+}
+
+}  // namespace
+
+Command AddSpace(CLI::App& root) {
+  struct Opts {
+    std::string shape;
+    std::string arch = "sm_90";
+    bool json = false;
+    int limit = 0;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* app = root.add_subcommand("space", "List the variant space for one problem shape (no GPU needed)");
+  // Checked in run() rather than with ->required(): CLI11 reports missing
+  // options before unknown ones, which hides a mistyped flag.
+  app->add_option("--shape", o->shape, std::string("The problem (required): ") + kShapeHelp);
+  app->add_option("--arch", o->arch, "Target architecture, sm_80 or newer")->capture_default_str();
+  app->add_option("--limit", o->limit, "Print at most this many variants (0: all)");
+  app->add_flag("--json", o->json, "One JSON object instead of the table");
+  app->footer("Example: topk-tune space --shape f32:64x32768:2048:ranges --arch sm_90");
+
+  auto run = [o]() -> int {
+    if (o->shape.empty()) return Fail(kExitUsage, "space needs --shape SHAPE", std::string("SHAPE is ") + kShapeHelp);
+    auto p = ParseShape(o->shape);
+    if (!p.ok()) return Fail(kExitUsage, p.status().message());
+    auto arch = ParseArch(o->arch);
+    if (!arch.ok()) return Fail(kExitUsage, arch.status().message());
+    const std::vector<gen::Config> space = gen::Enumerate(*p, *arch);
+    const gen::Config def = gen::DefaultConfig(*p, *arch);
+    std::set<std::string> kernels;
+    for (const auto& c : space) kernels.insert(c.KernelKey());
+    const size_t shown = o->limit > 0 ? std::min(space.size(), static_cast<size_t>(o->limit)) : space.size();
+    if (o->json) {
+      nlohmann::json j = {{"shape", p->ToString()},   {"spec", ShapeSpec(*p)},     {"arch", arch->Name()},
+                          {"variants", space.size()}, {"kernels", kernels.size()}, {"default", def.Id()}};
+      nlohmann::json list = nlohmann::json::array();
+      for (size_t i = 0; i < shown; ++i) {
+        nlohmann::json c = space[i].ToJson();
+        c["id"] = space[i].Id();
+        c["kernel"] = space[i].KernelKey();
+        list.push_back(std::move(c));
+      }
+      j["configs"] = std::move(list);
+      std::cout << j.dump(2) << "\n";
+      return kExitOk;
+    }
+    std::cout << "shape    " << p->ToString() << " (" << ShapeSpec(*p) << ")\n"
+              << "arch     " << arch->Name() << "\n"
+              << "variants " << space.size() << "\n"
+              << "kernels  " << kernels.size() << " distinct binaries (the other knobs are launch arguments)\n"
+              << "default  " << def.Id() << "\n\n";
+    Table t({"id", "block", "radix", "half", "buffer", "cluster", "rounds", "row_cache", "items"});
+    for (size_t i = 0; i < shown; ++i) {
+      std::vector<std::string> row = {space[i].Id() + (space[i] == def ? " *" : "")};
+      for (auto& cell : ConfigCells(space[i])) row.push_back(cell);
+      t.Add(std::move(row));
+    }
+    t.Print(std::cout);
+    if (shown < space.size()) std::cout << "... " << space.size() - shown << " more (drop --limit to see all)\n";
+    std::cout << "\n* the default configuration. Print one with: topk-tune emit --variant ID\n";
+    return kExitOk;
+  };
+  return {app, run};
+}
+
+Command AddEmit(CLI::App& root) {
+  struct Opts {
+    std::string variant;
+    bool use_default = false;
+    std::string shape;
+    std::string arch = "sm_90";
+    bool standalone = false;
+    std::string out;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* app = root.add_subcommand("emit", "Print the CUDA source of one variant (no GPU needed)");
+  auto* v = app->add_option("--variant", o->variant, "Variant id, e.g. radix_f32_b512_r11_s4096_c1_t1_m1_i0");
+  auto* d = app->add_flag("--default", o->use_default, "The default variant for --shape instead of --variant");
+  app->add_option("--shape", o->shape,
+                  std::string("Problem for --default (also checks --variant fits it): ") + kShapeHelp);
+  app->add_option("--arch", o->arch, "Architecture the variant must be valid for")->capture_default_str();
+  app->add_flag("--standalone", o->standalone,
+                "Inline the template headers so that `nvcc -arch=sm_90 -cubin FILE.cu` compiles it alone");
+  app->add_option("-o,--out", o->out, "Write the source to this file instead of stdout");
+  v->excludes(d);
+  app->footer(
+      "Examples:\n"
+      "  topk-tune emit --variant radix_f32_b512_r11_s4096_c1_t1_m1_i0\n"
+      "  topk-tune emit --default --shape f32:64x32768:2048:ranges --standalone -o kernel.cu\n"
+      "  nvcc -arch=sm_90 -cubin kernel.cu");
+
+  auto run = [o]() -> int {
+    if (o->variant.empty() && !o->use_default)
+      return Fail(kExitUsage, "emit needs --variant ID or --default --shape SHAPE",
+                  "list the ids of a shape with: topk-tune space --shape SHAPE");
+    if (o->use_default && o->shape.empty()) return Fail(kExitUsage, "--default needs --shape SHAPE");
+    auto arch = ParseArch(o->arch);
+    if (!arch.ok()) return Fail(kExitUsage, arch.status().message());
+    std::optional<Problem> p;
+    if (!o->shape.empty()) {
+      auto ps = ParseShape(o->shape);
+      if (!ps.ok()) return Fail(kExitUsage, ps.status().message());
+      p = *ps;
+    }
+    gen::Config c;
+    if (o->use_default) {
+      c = gen::DefaultConfig(*p, *arch);
+    } else {
+      auto parsed = gen::Config::FromId(o->variant);
+      if (!parsed.ok())
+        return Fail(kExitUsage, parsed.status().message(),
+                    "variant ids look like radix_f32_b512_r11_s4096_c1_t1_m1_i0; topk-tune space lists them");
+      c = *parsed;
+    }
+    Status valid = p ? gen::ValidateFor(c, *arch, *p) : gen::Validate(c, *arch);
+    if (!valid.ok())
+      return Fail(kExitUsage,
+                  "variant " + c.Id() + " is not valid on " + arch->Name() + ": " +
+                      (valid.where().empty() ? "" : valid.where() + ": ") + valid.message(),
+                  "topk-tune space --shape SHAPE lists the valid variants of a shape");
+    const gen::KernelSource src = gen::GenerateSource(c);
+    const std::string text = o->standalone ? gen::Standalone(src) : src.text;
+    if (o->out.empty()) {
+      std::cout << text;
+      if (!text.empty() && text.back() != '\n') std::cout << "\n";
+      return kExitOk;
+    }
+    std::ofstream f(o->out, std::ios::binary | std::ios::trunc);
+    f << text;
+    f.close();
+    if (!f) return Fail(kExitUsage, "cannot write '" + o->out + "'", "check the directory exists and is writable");
+    std::cerr << "wrote " << o->out << " (" << text.size() << " bytes, variant " << c.Id() << ", kernel " << src.key
+              << ")\n";
+    return kExitOk;
+  };
+  return {app, run};
+}
+
+}  // namespace topk::cli

@@ -1,0 +1,650 @@
+// The subcommands that need a GPU: `devices`, `tune` and `verify`.
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
+
+#include "cache/cache.hpp"
+#include "generator/source.hpp"
+#include "jit/compiler.hpp"
+#include "jit/device.hpp"
+#include "jit/kernel_store.hpp"
+#include "tools/cli_common.hpp"
+#include "tools/cli_progress.hpp"
+#include "tuner/presets.hpp"
+#include "tuner/reference.hpp"
+#include "tuner/tuner.hpp"
+#include "tuner/worker.hpp"
+
+namespace topk::cli {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const char* const kNoGpuHint =
+    "tune, verify and devices need an NVIDIA GPU with its driver; space, emit, show, report, export, import and "
+    "merge work without one.";
+
+// The GPUs of this machine, or the exit code of the message printed.
+StatusOr<int> RequireGpus(const std::string& command) {
+  auto n = jit::DeviceCount();
+  if (!n.ok())
+    return Status(Code::kUnavailable, command,
+                  command + " needs an NVIDIA GPU and none is usable here: " + n.status().message());
+  if (*n < 1)
+    return Status(Code::kUnavailable, command, command + " needs an NVIDIA GPU, but the CUDA driver reports none");
+  return *n;
+}
+
+cache::DeviceRecord RecordOf(const jit::DeviceInfo& d) {
+  cache::DeviceRecord r;
+  r.fingerprint = d.Fingerprint();
+  r.name = d.name;
+  r.cc_major = d.cc_major;
+  r.cc_minor = d.cc_minor;
+  r.sm_count = d.sm_count;
+  r.l2_bytes = d.l2_bytes;
+  r.driver_version = d.driver_version;
+  r.compiler_version = d.compiler_version;
+  r.info_json = d.ToJson().dump();
+  return r;
+}
+
+std::string Driver(int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); }
+
+std::string UtcNow(bool compact) {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, compact ? "%Y%m%dT%H%M%SZ" : "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::vector<std::string> SplitComma(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t p = s.find(',', start);
+    const std::string part = s.substr(start, p == std::string::npos ? std::string::npos : p - start);
+    if (!part.empty()) out.push_back(part);
+    if (p == std::string::npos) break;
+    start = p + 1;
+  }
+  return out;
+}
+
+// Ctrl-C during a tune: the cache keeps every finished measurement.
+void OnInterrupt(int) {
+  static const char msg[] =
+      "\ntopk-tune: interrupted. Every finished measurement is in the cache: run the same command again to resume.\n";
+  ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
+  (void)ignored;
+  _exit(130);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- devices
+
+Command AddDevices(CLI::App& root) {
+  auto json_out = std::make_shared<bool>(false);
+  CLI::App* app = root.add_subcommand("devices", "List the GPUs of this machine and their tuning fingerprints");
+  app->add_flag("--json", *json_out, "One JSON array instead of the table");
+  app->footer("Example: topk-tune devices\nNeeds the NVIDIA driver; exits with code 3 when there is no GPU.");
+  auto run = [json_out]() -> int {
+    auto n = RequireGpus("devices");
+    if (!n.ok()) return Fail(kExitNoGpu, n.status().message(), kNoGpuHint);
+    json list = json::array();
+    Table t({"#", "name", "cc", "SMs", "L2", "memory", "driver", "compiler", "fingerprint"});
+    for (int i = 0; i < *n; ++i) {
+      auto d = jit::QueryDevice(i);
+      if (!d.ok()) return Fail(kExitError, "cannot query GPU " + std::to_string(i) + ": " + d.status().ToString());
+      list.push_back(d->ToJson());
+      t.Add({std::to_string(i), d->name, std::to_string(d->cc_major) + "." + std::to_string(d->cc_minor),
+             std::to_string(d->sm_count), FormatBytes(d->l2_bytes), FormatBytes(d->total_mem),
+             Driver(d->driver_version), d->compiler_version, d->Fingerprint()});
+    }
+    if (*json_out) {
+      std::cout << list.dump(2) << "\n";
+    } else {
+      t.Print(std::cout);
+      std::cout << "\nTuning results are shared between GPUs with the same fingerprint.\n";
+    }
+    return kExitOk;
+  };
+  return {app, run};
+}
+
+// ---------------------------------------------------------------- tune
+
+namespace {
+
+struct TuneOpts {
+  std::string preset;
+  std::string shapes_file;
+  std::vector<std::string> shapes;
+  double budget = 30;
+  std::string strategy = "auto";
+  int device = 0;
+  std::string devices;
+  std::string shard;
+  std::string db;
+  double timeout = 120;
+  std::string l2;
+  std::string dist;
+  int retime = 3;
+  int max_candidates = 0;
+  bool no_resume = false;
+  bool json = false;
+  int compile_threads = 0;
+  uint64_t seed = 1;
+  std::string inject_faults;
+};
+
+struct ShapeOutcome {
+  bool ran = false;
+  int device = -1;
+  tuner::ShapeSummary summary;
+  Status error;
+};
+
+int RunTune(const TuneOpts& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  // 1. Everything that can be checked without a GPU or the cache file.
+  const int sources = !o.preset.empty() + !o.shapes_file.empty() + !o.shapes.empty();
+  if (sources > 1)
+    return Fail(kExitUsage, "choose one of --preset, --shapes FILE and --shape SPEC",
+                "to tune several sets, run tune once per set into the same --db");
+  tuner::ShapeSet set;
+  bool defaulted = false;
+  if (!o.shapes_file.empty()) {
+    auto s = tuner::ShapesFromJsonFile(o.shapes_file);
+    if (!s.ok())
+      return Fail(kExitUsage, "bad shape file: " + s.status().where() + ": " + s.status().message(),
+                  "see docs/CLI.md for the format: {\"shapes\": [{\"dtype\": \"f32\", \"batch\": 64, \"n\": 32768, "
+                  "\"k\": 2048, \"ranges\": true}]}");
+    set = std::move(s).value();
+  } else if (!o.shapes.empty()) {
+    set.name = "command line";
+    for (const auto& spec : o.shapes) {
+      auto p = ParseShape(spec);
+      if (!p.ok()) return Fail(kExitUsage, p.status().message());
+      set.problems.push_back(*p);
+    }
+  } else {
+    defaulted = o.preset.empty();
+    auto s = tuner::Preset(defaulted ? "dsa" : o.preset);
+    if (!s.ok()) return Fail(kExitUsage, s.status().message());
+    set = std::move(s).value();
+  }
+  tuner::TuneOptions to;
+  to.strategy = o.strategy;
+  to.budget_s = o.budget;
+  to.retime_top = o.retime;
+  to.max_candidates = o.max_candidates;
+  to.seed = o.seed;
+  to.resume = !o.no_resume;
+  to.compile_threads = o.compile_threads;
+  to.dist = o.dist.empty() ? set.dist : o.dist;
+  to.measure.l2_mode = o.l2.empty() ? set.l2_mode : o.l2;
+  if (auto d = tuner::ParseDist(to.dist); !d.ok()) return Fail(kExitUsage, "--dist: " + d.status().message());
+  for (const auto& f : SplitComma(o.inject_faults)) {
+    if (f != "crash" && f != "hang" && f != "wrong")
+      return Fail(kExitUsage, "--inject-faults: unknown fault '" + f + "' (crash, hang, wrong)");
+    to.inject_faults.push_back(f);
+  }
+  std::pair<int, int> shard = {0, 1};
+  if (!o.shard.empty()) {
+    auto s = ParseShard(o.shard);
+    if (!s.ok()) return Fail(kExitUsage, s.status().message());
+    shard = *s;
+  }
+  std::vector<int> devices = {o.device};
+  if (!o.devices.empty()) {
+    auto d = ParseDeviceList(o.devices);
+    if (!d.ok()) return Fail(kExitUsage, d.status().message());
+    devices = *d;
+  }
+  std::vector<Problem> jobs;
+  for (size_t i = 0; i < set.problems.size(); ++i)
+    if (static_cast<int>(i % static_cast<size_t>(shard.second)) == shard.first) jobs.push_back(set.problems[i]);
+  const std::string db = CachePath(o.db);
+  if (Status w = CheckWritableFile(db); !w.ok())
+    return Fail(kExitUsage, w.message(), "pass --db with a writable path (or set TOPK_TUNE_DB)");
+  if (jobs.empty()) {
+    std::cerr << "topk-tune: shard " << shard.first << "/" << shard.second << " of " << set.problems.size()
+              << " shapes is empty: nothing to do\n";
+    return kExitOk;
+  }
+
+  // 2. The GPUs.
+  auto count = RequireGpus("tune");
+  if (!count.ok()) return Fail(kExitNoGpu, count.status().message(), kNoGpuHint);
+  for (int d : devices)
+    if (d >= *count)
+      return Fail(kExitUsage, "there is no GPU " + std::to_string(d) + ": this machine has " + std::to_string(*count),
+                  "`topk-tune devices` lists them");
+  std::vector<jit::DeviceInfo> infos;
+  for (int d : devices) {
+    auto info = jit::QueryDevice(d);
+    if (!info.ok()) return Fail(kExitError, "cannot query GPU " + std::to_string(d) + ": " + info.status().ToString());
+    infos.push_back(*info);
+  }
+
+  // 3. The cache.
+  auto cache = cache::Cache::Open(db);
+  if (!cache.ok()) return CacheOpenFailure(cache.status(), db, false);
+  for (const auto& info : infos) {
+    if (Status s = (*cache)->PutDevice(RecordOf(info)); !s.ok())
+      return Fail(kExitCache, "cannot record the device in '" + db + "': " + s.ToString(),
+                  "check the file is writable, or pass --db with another path");
+  }
+
+  const Progress::Mode mode = Progress::Detect(o.json);
+  Progress progress(mode, static_cast<int>(jobs.size()), static_cast<int>(devices.size()));
+  {
+    std::string head = "topk-tune: tuning " + std::to_string(jobs.size()) + " shape" + (jobs.size() == 1 ? "" : "s") +
+                       " of " + set.name;
+    if (defaulted) head += " (the default preset; choose others with --preset, --shapes or --shape)";
+    if (shard.second > 1)
+      head += ", shard " + std::to_string(shard.first) + "/" + std::to_string(shard.second) + " of " +
+              std::to_string(set.problems.size());
+    head += "\n  cache " + db + ", strategy " + o.strategy + ", input " + to.dist + ", L2 " + to.measure.l2_mode +
+            (to.resume ? ", resuming past finished variants" : ", not resuming");
+    for (const auto& info : infos)
+      head += "\n  gpu" + std::to_string(info.ordinal) + ": " + info.name + " (" + info.ArchName() + ", " +
+              std::to_string(info.sm_count) + " SMs)";
+    progress.Note(head);
+  }
+  to.tune_run = "run-" + UtcNow(true) + "-" + std::to_string(::getpid());
+  struct sigaction sa {};
+  sa.sa_handler = OnInterrupt;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+
+  // 4. One tuner and worker per GPU; the shapes come from a shared queue.
+  std::vector<ShapeOutcome> results(jobs.size());
+  std::atomic<size_t> next{0};
+  std::atomic<int> started_devices{0};
+  std::mutex results_mu;
+  std::vector<std::string> device_errors;
+  const std::string workroot = (fs::temp_directory_path() / ("topk-tune-" + std::to_string(::getpid()))).string();
+  auto work = [&](size_t di) {
+    const jit::DeviceInfo& info = infos[di];
+    const int dev = info.ordinal;
+    auto fail_device = [&](const std::string& why) {
+      std::lock_guard<std::mutex> l(results_mu);
+      device_errors.push_back("gpu" + std::to_string(dev) + ": " + why);
+      progress.Note("topk-tune: gpu" + std::to_string(dev) + " stopped: " + why);
+    };
+    // One Cache per thread: SQLite's WAL and busy timeout let them share the file.
+    std::unique_ptr<cache::Cache> own;
+    cache::Cache* mine = cache->get();
+    if (devices.size() > 1) {
+      auto c = cache::Cache::Open(db);
+      if (!c.ok()) return fail_device("cannot open the cache: " + c.status().ToString());
+      own = std::move(c).value();
+      mine = own.get();
+    }
+    tuner::WorkerClient worker(tuner::DefaultWorkerPath(), dev, o.timeout);
+    auto hello = worker.Hello();
+    if (!hello.ok()) return fail_device("cannot start the worker: " + hello.status().message());
+    ++started_devices;
+    auto compiler = jit::MakeNvrtcCompiler();
+    tuner::TuneOptions mine_opts = to;
+    mine_opts.workdir = workroot + "-gpu" + std::to_string(dev);
+    tuner::Tuner tuner(mine, compiler.get(), &worker, RecordOf(info), info.ToArch(), mine_opts);
+    int consecutive_errors = 0;
+    for (;;) {
+      const size_t i = next++;
+      if (i >= jobs.size()) break;
+      auto r = tuner.TuneShape(jobs[i], static_cast<int>(i), static_cast<int>(jobs.size()),
+                               [&](const tuner::ProgressEvent& e) { progress.Event(dev, e); });
+      {
+        std::lock_guard<std::mutex> l(results_mu);
+        results[i].ran = true;
+        results[i].device = dev;
+        if (r.ok())
+          results[i].summary = *r;
+        else
+          results[i].error = r.status();
+      }
+      progress.ShapeResult(dev, static_cast<int>(i), r.ok() ? &*r : nullptr, r.ok() ? Status::Ok() : r.status());
+      consecutive_errors = r.ok() ? 0 : consecutive_errors + 1;
+      // The same infrastructure failure twice in a row (worker, cache):
+      // leave the remaining shapes to the other GPUs.
+      if (consecutive_errors >= 2) return fail_device("two shapes in a row failed: " + r.status().ToString());
+    }
+    std::error_code ec;
+    fs::remove_all(mine_opts.workdir, ec);
+  };
+  if (devices.size() == 1) {
+    work(0);
+  } else {
+    std::vector<std::thread> threads;
+    for (size_t di = 0; di < devices.size(); ++di) threads.emplace_back(work, di);
+    for (auto& t : threads) t.join();
+  }
+  progress.Finish();
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+
+  // 5. The summary.
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  int winners = 0, no_winner = 0, errors = 0, not_run = 0;
+  for (const auto& r : results) {
+    if (!r.ran)
+      ++not_run;
+    else if (!r.error.ok())
+      ++errors;
+    else if (r.summary.has_winner)
+      ++winners;
+    else
+      ++no_winner;
+  }
+  int code = kExitOk;
+  if (started_devices == 0 || (winners == 0 && no_winner == 0))
+    code = kExitError;
+  else if (winners < static_cast<int>(jobs.size()))
+    code = kExitPartial;
+
+  if (o.json) {
+    json shapes = json::array();
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      const auto& r = results[i];
+      json s = {{"shape", jobs[i].ToString()}, {"spec", ShapeSpec(jobs[i])}, {"ran", r.ran}, {"device", r.device}};
+      if (r.ran && r.error.ok()) {
+        s["has_winner"] = r.summary.has_winner;
+        s["winner"] = r.summary.winner_id;
+        s["winner_us"] = r.summary.winner_us;
+        s["default_us"] = r.summary.default_us;
+        s["speedup"] =
+            r.summary.default_us > 0 && r.summary.winner_us > 0 ? r.summary.default_us / r.summary.winner_us : 0;
+        s["evaluated"] = r.summary.evaluated;
+        s["resumed"] = r.summary.resumed;
+        s["outcomes"] = r.summary.outcomes;
+        s["seconds"] = r.summary.seconds;
+        if (!r.summary.has_winner) s["message"] = r.summary.message;
+      } else if (r.ran) {
+        s["error"] = r.error.ToString();
+      }
+      shapes.push_back(std::move(s));
+    }
+    std::cout << json{{"event", "summary"},
+                      {"db", db},
+                      {"tune_run", to.tune_run},
+                      {"shapes", std::move(shapes)},
+                      {"winners", winners},
+                      {"no_winner", no_winner},
+                      {"errors", errors},
+                      {"not_run", not_run},
+                      {"device_errors", device_errors},
+                      {"elapsed_s", elapsed},
+                      {"exit_code", code}}
+                     .dump()
+              << "\n";
+  } else {
+    Table t({"shape", "winner", "median us", "default us", "speed-up", "measured", "time"});
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      const auto& r = results[i];
+      if (!r.ran) {
+        t.Add({jobs[i].ToString(), "(not run)"});
+      } else if (!r.error.ok()) {
+        t.Add({jobs[i].ToString(), "(error: " + r.error.message().substr(0, 60) + ")"});
+      } else {
+        const auto& s = r.summary;
+        t.Add({jobs[i].ToString(), s.has_winner ? s.winner_id : "(no winner: " + s.message + ")",
+               s.has_winner ? FormatUs(s.winner_us) : "-", FormatUs(s.default_us),
+               s.has_winner && s.default_us > 0 ? FormatSpeedup(s.default_us / s.winner_us) : "-",
+               std::to_string(s.evaluated) + (s.resumed ? " +" + std::to_string(s.resumed) + " resumed" : ""),
+               FormatDuration(s.seconds)});
+      }
+    }
+    std::cout << "\n";
+    t.Print(std::cout);
+    std::cout << "\n"
+              << winners << " of " << jobs.size() << " shapes have a winner; " << FormatDuration(elapsed)
+              << " in all. Cache: " << db << "\n";
+    std::cout << "Next: topk-tune report --db " << db << "   (HTML, Markdown and JSON report)\n";
+  }
+  if (code == kExitPartial)
+    std::cerr << "topk-tune: " << (jobs.size() - winners) << " shape(s) have no winner (see the table); rerun the "
+              << "same command to retry them: finished variants are not measured again.\n";
+  if (code == kExitError) {
+    for (const auto& e : device_errors) std::cerr << "topk-tune: error: " << e << "\n";
+    std::cerr << "topk-tune: error: no shape could be tuned. Check that topk-tune-worker sits beside topk-tune (or set "
+                 "TOPK_WORKER) and that `topk-tune devices` works.\n";
+  }
+  return code;
+}
+
+}  // namespace
+
+Command AddTune(CLI::App& root) {
+  auto o = std::make_shared<TuneOpts>();
+  CLI::App* app = root.add_subcommand(
+      "tune", "Tune shapes on this machine's GPU(s) and store the winners in the cache (resumes by default)");
+  auto* preset = app->add_option("--preset", o->preset, "Built-in shape set: dsa (the default), sampling, moe, smoke")
+                     ->check(CLI::IsMember(tuner::PresetNames()));
+  auto* file = app->add_option("--shapes", o->shapes_file, "JSON file of shapes (see docs/CLI.md)");
+  auto* shape = app->add_option("--shape", o->shapes, std::string("One shape (repeatable): ") + kShapeHelp);
+  preset->excludes(file)->excludes(shape);
+  file->excludes(shape);
+  app->add_option("--budget", o->budget, "Seconds per shape for the budget strategy")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app->add_option("--strategy", o->strategy,
+                  "auto (exhaustive for small spaces, else budget), exhaustive, or budget (local search)")
+      ->check(CLI::IsMember({"auto", "exhaustive", "budget"}))
+      ->capture_default_str();
+  auto* dev =
+      app->add_option("--device", o->device, "GPU ordinal")->check(CLI::NonNegativeNumber)->capture_default_str();
+  auto* devs = app->add_option("--devices", o->devices, "Several GPUs, one worker each: e.g. 0,1,2,3");
+  dev->excludes(devs);
+  app->add_option("--shard", o->shard,
+                  "Tune only shapes whose index % N == i (i/N, 0 <= i < N); `merge` combines the shard caches");
+  app->add_option("--db", o->db, "Tuning cache file (default: $TOPK_TUNE_DB, else ~/.cache/topk-tune/tuning.db)");
+  app->add_option("--timeout", o->timeout, "Seconds before the worker watchdog kills a candidate")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app->add_option("--l2", o->l2, "L2 state while timing: hot (input just written) or rotate; default: the set's")
+      ->check(CLI::IsMember({"hot", "rotate"}));
+  app->add_option("--dist", o->dist, "Benchmark input distribution (normal, uniform, logits, ...); default: the set's");
+  app->add_option("--retime", o->retime, "Re-time this many of the best at the end of each shape")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  app->add_option("--max-candidates", o->max_candidates, "Evaluate at most this many variants per shape (0: no limit)")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--compile-threads", o->compile_threads, "NVRTC threads (0: all cores)")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--seed", o->seed, "Seed of the inputs and of the search")->capture_default_str();
+  app->add_flag("--no-resume", o->no_resume, "Measure every variant again instead of skipping finished ones");
+  app->add_flag("--json", o->json, "One JSON object per progress event and a summary object, on stdout");
+  app->add_option("--inject-faults", o->inject_faults, "test only: crash,hang,wrong")->group("");
+  app->footer(
+      "Examples:\n"
+      "  topk-tune tune                                   # the dsa preset on GPU 0\n"
+      "  topk-tune tune --preset smoke                    # three small shapes, a quick check\n"
+      "  topk-tune tune --shape f32:64x32768:2048:ranges --strategy exhaustive\n"
+      "  topk-tune tune --shapes my-shapes.json --devices 0,1,2,3\n"
+      "  topk-tune tune --preset sampling --shard 2/8 --db shard-2.db\n"
+      "Progress goes to stderr (one updating line on a terminal, log lines otherwise); the result table to "
+      "stdout.\nCtrl-C is safe: the same command resumes where it stopped.");
+  auto run = [o]() -> int { return RunTune(*o); };
+  return {app, run};
+}
+
+// ---------------------------------------------------------------- verify
+
+Command AddVerify(CLI::App& root) {
+  struct Opts {
+    std::string db;
+    int device = 0;
+    double timeout = 120;
+    bool json = false;
+    bool no_time = false;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* app = root.add_subcommand("verify", "Re-check (and re-time) the stored winners on this GPU");
+  app->add_option("--db", o->db, "Tuning cache file (default: $TOPK_TUNE_DB, else ~/.cache/topk-tune/tuning.db)");
+  app->add_option("--device", o->device, "GPU ordinal")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app->add_option("--timeout", o->timeout, "Seconds before the worker watchdog kills a candidate")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app->add_flag("--no-time", o->no_time, "Check results only, do not re-time");
+  app->add_flag("--json", o->json, "One JSON object instead of the table");
+  app->footer(
+      "Example: topk-tune verify --db tuning.db\n"
+      "Checks every winner stored for this GPU's fingerprint against the exact reference and compares its time "
+      "with the stored one. The cache is opened read-only. Exit code 5 when a winner fails.");
+  auto run = [o]() -> int {
+    const std::string db = CachePath(o->db);
+    auto count = RequireGpus("verify");
+    if (!count.ok()) return Fail(kExitNoGpu, count.status().message(), kNoGpuHint);
+    if (o->device >= *count)
+      return Fail(kExitUsage,
+                  "there is no GPU " + std::to_string(o->device) + ": this machine has " + std::to_string(*count));
+    auto info = jit::QueryDevice(o->device);
+    if (!info.ok())
+      return Fail(kExitError, "cannot query GPU " + std::to_string(o->device) + ": " + info.status().ToString());
+    auto cache = cache::Cache::OpenReadOnly(db);
+    if (!cache.ok()) return CacheOpenFailure(cache.status(), db, true);
+    const std::string fp = info->Fingerprint();
+    auto winners = (*cache)->Winners(fp);
+    if (!winners.ok()) return Fail(kExitCache, "cannot read winners from '" + db + "': " + winners.status().ToString());
+    std::sort(winners->begin(), winners->end(), [](const cache::Winner& a, const cache::Winner& b) {
+      auto key = [](const Problem& p) {
+        return std::make_tuple(static_cast<int>(p.dtype), !p.largest, p.ranges, p.values, p.sorted, p.n, p.k, p.batch);
+      };
+      return key(a.problem) < key(b.problem);
+    });
+    if (winners->empty()) {
+      std::string known;
+      if (auto ds = (*cache)->Devices(); ds.ok())
+        for (const auto& d : *ds) known += "\n  " + d.fingerprint;
+      std::cerr << "topk-tune: no winners for this GPU (" << fp << ") in " << db << "."
+                << (known.empty() ? "" : " The cache has devices:" + known) << "\nRun `topk-tune tune --db " << db
+                << "` on this GPU first.\n";
+      return kExitOk;
+    }
+    // Kernels: the cache's binaries (written read-only: a compiled kernel
+    // is not stored back), as cubin files for the worker.
+    auto compiler = jit::MakeNvrtcCompiler();
+    auto store = jit::MakeCacheStore(cache->get());
+    jit::CompileOptions co;
+    co.arch = info->ArchName();
+    jit::KernelStore kernels(compiler.get(), store.get(), co);
+    std::string tmpl = (fs::temp_directory_path() / "topk-verify-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) return Fail(kExitError, "cannot create a temporary directory");
+    const std::string tmp = tmpl;
+    auto cubin = [&](const gen::KernelSource& src) -> StatusOr<std::pair<std::string, std::string>> {
+      TOPK_ASSIGN_OR_RETURN(auto bin, kernels.Binary(src));
+      const std::string path = tmp + "/" + src.hash + ".cubin";
+      if (!fs::exists(path)) {
+        std::ofstream f(path, std::ios::binary);
+        f.write(bin->cubin.data(), static_cast<std::streamsize>(bin->cubin.size()));
+        if (!f) return Status(Code::kUnavailable, "verify", "cannot write " + path);
+      }
+      return std::make_pair(path, bin->lowered_name);
+    };
+    tuner::WorkerClient worker(tuner::DefaultWorkerPath(), o->device, o->timeout);
+    if (auto h = worker.Hello(); !h.ok()) {
+      fs::remove_all(tmp);
+      return Fail(kExitError, "cannot start the worker: " + h.status().message(),
+                  "topk-tune-worker must sit beside topk-tune (or set TOPK_WORKER)");
+    }
+    Table t({"shape", "winner", "stored us", "now us", "change", "result"});
+    json list = json::array();
+    int failed = 0;
+    for (const auto& w : *winners) {
+      tuner::EvalRequest r;
+      r.config = w.config;
+      r.variant_id = w.variant_id;
+      r.problem = w.problem;
+      r.verify = true;
+      r.time = !o->no_time;
+      // The settings of the stored measurement, where it is known.
+      if (auto ms = (*cache)->Measurements(fp, &w.problem); ms.ok())
+        for (const auto& m : *ms)
+          if (m.id == w.measurement_id || (w.measurement_id == 0 && m.variant_id == w.variant_id)) {
+            r.dist = m.input_dist;
+            r.measure.l2_mode = m.l2_mode;
+          }
+      std::string result;
+      double now = 0;
+      bool ok = false;
+      auto file = cubin(gen::GenerateSource(w.config));
+      std::optional<StatusOr<std::pair<std::string, std::string>>> sort;
+      if (w.problem.sorted) sort = cubin(gen::SortSource(w.problem.dtype));
+      if (!file.ok() || (sort && !sort->ok())) {
+        result = "compile_error: " + (file.ok() ? sort->status() : file.status()).message().substr(0, 80);
+      } else {
+        r.cubin_path = file->first;
+        r.lowered_name = file->second;
+        if (sort) {
+          r.sort_cubin_path = (*sort)->first;
+          r.sort_lowered_name = (*sort)->second;
+        }
+        auto e = worker.Evaluate(r);
+        if (!e.ok()) {
+          result = "error: " + e.status().message().substr(0, 80);
+        } else if (e->outcome != cache::Outcome::kOk || !e->verified) {
+          result = std::string(cache::OutcomeName(e->outcome)) + ": " + e->message.substr(0, 80);
+        } else {
+          ok = true;
+          now = e->samples.median;
+          result = "ok";
+        }
+      }
+      if (!ok) ++failed;
+      const double change = ok && now > 0 && w.median_us > 0 ? 100.0 * (now - w.median_us) / w.median_us : 0;
+      char pct[32];
+      std::snprintf(pct, sizeof pct, "%+.1f%%", change);
+      t.Add({w.problem.ToString(), w.variant_id, FormatUs(w.median_us), ok && now > 0 ? FormatUs(now) : "-",
+             ok && now > 0 ? pct : "-", result});
+      list.push_back({{"shape", w.problem.ToString()},
+                      {"spec", ShapeSpec(w.problem)},
+                      {"winner", w.variant_id},
+                      {"stored_us", w.median_us},
+                      {"now_us", now},
+                      {"change_pct", change},
+                      {"ok", ok},
+                      {"result", result}});
+    }
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    const int code = failed ? kExitPartial : kExitOk;
+    if (o->json) {
+      std::cout
+          << json{{"db", db}, {"fingerprint", fp}, {"winners", list}, {"failed", failed}, {"exit_code", code}}.dump(2)
+          << "\n";
+    } else {
+      std::cout << info->name << " (" << fp << ")\n\n";
+      t.Print(std::cout);
+      std::cout << "\n" << (winners->size() - failed) << " of " << winners->size() << " winners verified.\n";
+    }
+    if (failed)
+      std::cerr << "topk-tune: " << failed << " winner(s) failed on this GPU: re-tune those shapes with "
+                << "`topk-tune tune --no-resume --shape SPEC --db " << db << "`.\n";
+    return code;
+  };
+  return {app, run};
+}
+
+}  // namespace topk::cli
