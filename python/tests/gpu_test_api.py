@@ -1,0 +1,244 @@
+#!/usr/bin/env python3
+"""The Python package with torch on a GPU: entry points, streams, CUDA
+graph capture, __cuda_array_interface__ inputs, errors from the C API,
+threads. Run by hand on the device machine:
+
+    python3 python/tests/gpu_test_api.py -v
+
+Skips (exit 0) without torch or a GPU.
+"""
+import os
+import sys
+import tempfile
+import threading
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+try:
+    import torch
+
+    HAVE_GPU = torch.cuda.is_available()
+except ImportError:
+    torch = None
+    HAVE_GPU = False
+
+import topk_tune  # noqa: E402
+
+Code = topk_tune.Code
+TopkError = topk_tune.TopkError
+
+
+def same_values(x, idx, k, largest=True):
+    """x's top-k value multiset equals the one at idx, per row."""
+    ref = torch.topk(x.float(), k, dim=-1, largest=largest).values.sort(dim=-1).values
+    got = torch.gather(x.float(), -1, idx.long()).sort(dim=-1).values
+    return torch.equal(ref, got)
+
+
+class CaiOnly:
+    """Exposes a tensor through __cuda_array_interface__ alone."""
+
+    def __init__(self, t):
+        self.t = t
+        self.__cuda_array_interface__ = t.__cuda_array_interface__
+
+
+@unittest.skipUnless(HAVE_GPU, "needs torch and a GPU")
+class ApiTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="topk_api_")
+        cls.lib = topk_tune.Library(cache_path=os.path.join(cls.tmp, "tuning.db"))
+
+    def test_library(self):
+        self.assertEqual(self.lib.device, torch.cuda.current_device())
+        self.assertIn("sm_", self.lib.device_description)
+        self.assertEqual(self.lib.warnings, "")
+        self.assertIn("Library cuda:0", repr(self.lib))
+
+    def test_plan_call_and_attributes(self):
+        x = torch.randn(64, 32768, device="cuda")
+        plan = self.lib.plan("f32", 64, 32768, 2048)
+        self.assertEqual(plan.dispatch, "default")
+        self.assertTrue(plan.variant.startswith("radix_f32"), plan.variant)
+        self.assertEqual(plan.tuned_shape, "")
+        self.assertGreater(plan.plan_ms, 0)
+        self.assertIn("64x32768 k=2048", repr(plan))
+        idx = plan(x)
+        self.assertEqual((idx.shape, idx.dtype, idx.device), ((64, 2048), torch.int32, x.device))
+        self.assertTrue(same_values(x, idx, 2048))
+        # Fewer rows than planned.
+        idx = plan(x[:5])
+        self.assertEqual(idx.shape, (5, 2048))
+        self.assertTrue(same_values(x[:5], idx, 2048))
+
+    def test_values_and_dtypes(self):
+        for dt in (torch.float32, torch.float16, torch.bfloat16):
+            x = torch.randn(8, 5000, device="cuda").to(dt)
+            plan = self.lib.plan(dt, 8, 5000, 100, values=True, sorted=True, largest=False)
+            idx, val = plan(x)
+            self.assertEqual(val.dtype, dt)
+            self.assertTrue(torch.equal(val, torch.gather(x, 1, idx.long())))
+            self.assertTrue(torch.equal(val.float(), torch.topk(x.float(), 100, largest=False).values))
+
+    def test_ranges_and_padding(self):
+        x = torch.randn(3, 1000, device="cuda")
+        rg = torch.tensor([[0, 1000], [10, 15], [900, 5000]], dtype=torch.int32, device="cuda")
+        plan = self.lib.plan("f32", 3, 1000, 8, ranges=True)
+        idx = plan(x, ranges=rg)
+        self.assertTrue(same_values(x[:1], idx[:1], 8))
+        self.assertEqual(int((idx[1] == -1).sum()), 3)
+        self.assertTrue(((idx[1] >= 10) & (idx[1] < 15) | (idx[1] == -1)).all())
+        self.assertTrue(((idx[2] >= 900) & (idx[2] < 1000)).all())
+
+    def test_graph_capture_uses_the_current_stream(self):
+        x = torch.randn(16, 8192, device="cuda")
+        plan = self.lib.plan("f32", 16, 8192, 256, values=True)
+        outs = plan.allocate_outputs()
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            plan.run_into(x, outs)  # warm-up outside capture
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):  # a launch on any other stream would break the capture
+            plan.run_into(x, outs)
+        x.copy_(torch.randn(16, 8192, device="cuda"))
+        g.replay()
+        torch.cuda.synchronize()
+        self.assertTrue(same_values(x, outs[0], 256))
+        self.assertTrue(torch.equal(outs[1], torch.gather(x, 1, outs[0].long())))
+
+    def test_side_stream(self):
+        x = torch.randn(32, 20000, device="cuda")
+        plan = self.lib.plan("f32", 32, 20000, 500)
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            idx = plan(x)
+        s.synchronize()
+        self.assertTrue(same_values(x, idx, 500))
+        # An explicit stream handle.
+        outs = plan.allocate_outputs()
+        torch.cuda.synchronize()
+        plan.run_into(x, outs, stream=s)
+        s.synchronize()
+        self.assertTrue(same_values(x, outs, 500))
+
+    def test_topk_function(self):
+        x = torch.randn(4, 6, 3000, device="cuda", dtype=torch.bfloat16)
+        v, i = topk_tune.topk(x, 10, library=self.lib, sorted=True)
+        rv, ri = torch.topk(x, 10, sorted=True)
+        self.assertEqual((v.shape, i.shape, i.dtype), (rv.shape, ri.shape, torch.int32))
+        self.assertTrue(torch.equal(v, rv))
+        # Another dim, int64 indices, without values.
+        y = torch.randn(3000, 5, device="cuda")
+        v, i = topk_tune.topk(y, 7, dim=0, values=False, index_dtype=torch.int64, library=self.lib)
+        self.assertIsNone(v)
+        self.assertEqual((i.shape, i.dtype), ((7, 5), torch.int64))
+        self.assertTrue(torch.equal(torch.gather(y, 0, i).sort(0).values, torch.topk(y, 7, dim=0).values.sort(0).values))
+        # 1-D, the default library, a strided view.
+        z = torch.randn(10000, device="cuda")
+        v, i = topk_tune.topk(z, 5)
+        self.assertEqual(i.shape, (5,))
+        self.assertTrue(torch.equal(v.sort().values, torch.topk(z, 5).values.sort().values))
+        w = torch.randn(6, 4096, device="cuda")[:, :4000]
+        v, i = topk_tune.topk(w, 33, library=self.lib)
+        self.assertTrue(same_values(w, i, 33))
+        # k > n pads.
+        v, i = topk_tune.topk(torch.randn(2, 5, device="cuda"), 8, library=self.lib)
+        self.assertEqual(int((i == -1).sum()), 6)
+
+    def test_cuda_array_interface_input(self):
+        x = torch.randn(8, 3000, device="cuda")
+        plan = self.lib.plan("f32", 8, 3000, 40)
+        idx = plan(CaiOnly(x))
+        torch.cuda.synchronize()
+        self.assertTrue(same_values(x, idx, 40))
+        out = torch.empty(8, 40, dtype=torch.int32, device="cuda")
+        plan.run_into(CaiOnly(x), CaiOnly(out))
+        torch.cuda.synchronize()
+        self.assertTrue(same_values(x, out, 40))
+
+    def test_errors(self):
+        def code_of(fn):
+            with self.assertRaises(TopkError) as cm:
+                fn()
+            return cm.exception.code, cm.exception.message
+
+        plan = self.lib.plan("f32", 4, 1000, 10)
+        x = torch.randn(4, 1000, device="cuda")
+        c, m = code_of(lambda: self.lib.plan("f32", 4, 1000, -1))
+        self.assertEqual(c, Code.INVALID_ARGUMENT)
+        self.assertIn("k must be >= 0", m)
+        c, m = code_of(lambda: self.lib.plan("f32", 4, 1000, 10, row_stride=999))
+        self.assertIn("smaller than n", m)
+        c, m = code_of(lambda: self.lib.plan("f32", 4, 100000, 20000, sorted=True))
+        self.assertEqual(c, Code.UNIMPLEMENTED)
+        self.assertIn("not on a CUDA device", code_of(lambda: plan(x.cpu()))[1])
+        self.assertIn("input dtype is f16", code_of(lambda: plan(x.half()))[1])
+        self.assertIn("float64", code_of(lambda: plan(x.double()))[1])
+        self.assertIn("contiguous", code_of(lambda: plan(torch.randn(1000, 4, device="cuda").t()))[1])
+        rplan = self.lib.plan("f32", 4, 1000, 10, ranges=True)
+        self.assertIn("int32", code_of(lambda: rplan(x, ranges=torch.zeros(4, 2, dtype=torch.int64,
+                                                                          device="cuda")))[1])
+        self.assertIn("exceeds the planned batch",
+                      code_of(lambda: plan(torch.randn(5, 1000, device="cuda")))[1])
+
+    def test_close(self):
+        lib = topk_tune.Library(cache_path="")
+        plan = lib.plan("f32", 2, 100, 3)
+        x = torch.randn(2, 100, device="cuda")
+        self.assertEqual(plan(x).shape, (2, 3))
+        lib.close()
+        with self.assertRaises(TopkError) as cm:
+            plan(x)
+        self.assertIn("plan is NULL", cm.exception.message)
+        with self.assertRaises(TopkError):
+            lib.plan("f32", 2, 100, 3)
+        plan.close()  # after its library: nothing left to destroy
+        with topk_tune.Library(cache_path="") as lib2:
+            self.assertEqual(lib2.plan("f16", 1, 10, 2).k, 2)
+
+    def test_garbage_cycles(self):
+        # A library and its plans in one reference cycle: the collector may
+        # finalise them in any order; the plans' handles still go first.
+        import gc  # noqa: PLC0415
+
+        for _ in range(3):
+            lib = topk_tune.Library(cache_path="")
+            lib.plans = [lib.plan("f32", 2, 100, 3), lib.plan("f32", 2, 100, 4)]
+            x = torch.randn(2, 100, device="cuda")
+            self.assertEqual(lib.plans[1](x).shape, (2, 4))
+            del lib, x
+            gc.collect()
+
+    def test_threads(self):
+        plan = self.lib.plan("f32", 16, 30000, 300)
+        errors = []
+
+        def work(seed):
+            try:
+                s = torch.cuda.Stream()
+                with torch.cuda.stream(s):
+                    for j in range(20):
+                        x = torch.randn(16, 30000, device="cuda", generator=torch.Generator("cuda").manual_seed(
+                            seed * 100 + j))
+                        idx = plan(x)
+                        if not same_values(x, idx, 300):
+                            errors.append(f"thread {seed} iteration {j}")
+                s.synchronize()
+            except Exception as e:  # noqa: BLE001
+                errors.append(repr(e))
+
+        ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        self.assertEqual(errors, [])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,370 @@
+"""Library and Plan: the C API's topk_library and topk_plan as Python
+objects."""
+import ctypes
+import os
+import sys
+import threading
+import weakref
+
+from . import _arrays
+from ._arrays import DTYPES, describe, dtype_name
+from ._capi import Code, Options, Problem, TopkError, _invalid, capi, check
+
+DISPATCH_NAMES = ("exact", "nearest", "default")
+
+
+def _default_device():
+    """torch's current device when torch is loaded and has CUDA, else 0."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        try:
+            if torch.cuda.is_available():
+                return torch.cuda.current_device()
+        except Exception:  # noqa: BLE001 (a broken CUDA setup: fall through to 0)
+            pass
+    return 0
+
+
+def resolve_cache_path(cache_path):
+    """The cache file a Library opens for `cache_path` ("" for none).
+
+    None: $TOPK_TUNE_DB when set (the file is created on first write-back),
+    else the CLI's default file ($XDG_CACHE_HOME or ~/.cache
+    /topk-tune/tuning.db) when it exists, else none. "": none. A path: that
+    file.
+    """
+    if cache_path is None:
+        env = os.environ.get("TOPK_TUNE_DB", "")
+        if env:
+            return env
+        from ._capi import default_cache_path  # noqa: PLC0415
+
+        p = default_cache_path()
+        return p if os.path.isfile(p) else ""
+    return os.fspath(cache_path)
+
+
+def _stream_handle(stream, info, device):
+    """The CUstream to launch on, as an int.
+
+    Explicit `stream`: an int handle, or an object with .cuda_stream (torch)
+    or .ptr / .handle (CuPy, Numba). None: torch's current stream on the
+    tensor's device for torch tensors (or whenever torch is loaded); else the
+    stream the producer named in its __cuda_array_interface__ (1 and 2 are
+    the legacy and per-thread default streams, which the driver accepts as
+    handles); else 0, the legacy default stream.
+    """
+    if stream is not None:
+        if isinstance(stream, int):
+            return stream
+        for attr in ("cuda_stream", "ptr", "handle"):
+            h = getattr(stream, attr, None)
+            if h is not None:
+                return int(getattr(h, "value", h) or 0)
+        raise _invalid(f"stream must be an int handle or have .cuda_stream / .ptr, got {type(stream).__name__}")
+    if info.torch is not None:
+        import torch  # noqa: PLC0415 (already loaded: info.torch is a tensor)
+
+        return torch.cuda.current_stream(info.device).cuda_stream
+    if info.stream is not None:
+        return int(info.stream)
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        return torch.cuda.current_stream(device).cuda_stream
+    return 0
+
+
+class Plan:
+    """A planned top-k problem: the kernel is chosen, loaded and its launch
+    prepared; calling the plan only validates the arguments and launches.
+
+    Attributes: dtype ("f32"/"f16"/"bf16"), batch, n, k, row_stride, largest,
+    ranges, values, sorted (the problem); variant (kernel id), dispatch
+    ("exact", "nearest" or "default"), tuned_shape, tuned_median_us, plan_ms,
+    binary_from_cache; library.
+    """
+
+    def __init__(self, library, handle, problem):
+        self.library = library
+        self._handle = handle
+        self.dtype = problem["dtype"]
+        self.batch = problem["batch"]
+        self.n = problem["n"]
+        self.k = problem["k"]
+        self.row_stride = problem["row_stride"] or problem["n"]
+        self.largest = problem["largest"]
+        self.ranges = problem["ranges"]
+        self.values = problem["values"]
+        self.sorted = problem["sorted"]
+        dll = capi()
+        h = handle.value if handle is not None else None
+        if h:
+            d = dll.topk_plan_dispatch(h)
+            self.dispatch = DISPATCH_NAMES[d] if 0 <= d < len(DISPATCH_NAMES) else "unknown"
+            self.variant = dll.topk_plan_variant(h).decode()
+            self.tuned_shape = dll.topk_plan_tuned_shape(h).decode()
+            self.tuned_median_us = dll.topk_plan_tuned_median_us(h)
+            self.binary_from_cache = bool(dll.topk_plan_binary_from_cache(h))
+            self.plan_ms = dll.topk_plan_ms(h)
+        else:  # a plan without a handle (tests): every run fails in the C API
+            self.dispatch, self.variant, self.tuned_shape = "default", "", ""
+            self.tuned_median_us, self.binary_from_cache, self.plan_ms = 0.0, False, 0.0
+        self._run = dll.topk_plan_run
+
+    # --- running -------------------------------------------------------------------
+
+    def __call__(self, x, ranges=None, batch=None, stream=None):
+        """Runs on `x` ([batch, n] or [n]) and returns new torch tensors on
+        x's device: indices (int32 [batch, k]), or (indices, values) when
+        the plan writes values. Launched on torch's current stream (see
+        run_into for `stream`). Needs torch to allocate the outputs."""
+        info = describe(x)
+        b = self._check_input(info, batch)
+        outputs = self.allocate_outputs(batch=b, device=info.device)
+        self._launch(info, ranges, outputs, b, stream)
+        return outputs
+
+    def run_into(self, x, outputs, ranges=None, batch=None, stream=None):
+        """Runs on `x` into preallocated outputs (from allocate_outputs, or
+        your own: indices int32 [>= batch, k] contiguous, and values of x's
+        dtype likewise, as a tuple (indices, values) when the plan writes
+        values). Allocates nothing, so it can be captured in a CUDA graph.
+
+        `batch`: rows to process (default: x's rows); at most the planned
+        batch. `stream`: an int CUstream, or an object with .cuda_stream /
+        .ptr; default: torch's current stream for torch tensors, else the
+        stream named in x's __cuda_array_interface__, else the legacy
+        default stream. Returns `outputs`."""
+        info = describe(x)
+        b = self._check_input(info, batch)
+        self._launch(info, ranges, outputs, b, stream)
+        return outputs
+
+    def allocate_outputs(self, batch=None, device=None):
+        """torch tensors for run_into: indices (int32 [batch, k]), or
+        (indices, values) when the plan writes values. `batch` defaults to
+        the planned batch, `device` to the library's."""
+        torch = _arrays.torch_module()
+        b = self.batch if batch is None else int(batch)
+        dev = torch.device("cuda", self.library.device if device is None else device)
+        idx = torch.empty((b, self.k), dtype=torch.int32, device=dev)
+        if not self.values:
+            return idx
+        dt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[self.dtype]
+        return idx, torch.empty((b, self.k), dtype=dt, device=dev)
+
+    # --- checks ----------------------------------------------------------------------
+
+    def _check_input(self, info, batch):
+        if info.dtype != self.dtype:
+            raise _invalid(f"input dtype is {info.dtype}, the plan is for {self.dtype}")
+        if info.device is not None and info.device != self.library.device:
+            raise _invalid(f"input is on cuda:{info.device}, the plan's library on cuda:{self.library.device}")
+        rows, n, stride = _arrays.as_rows(info)
+        if n != self.n:
+            raise _invalid(f"input rows have {n} elements, the plan is for n = {self.n}")
+        b = rows if batch is None else int(batch)
+        if b < 0 or b > rows:
+            raise _invalid(f"batch {b} is outside the input's {rows} rows")
+        if b > self.batch:
+            raise _invalid(f"batch {b} exceeds the planned batch {self.batch}")
+        if b > 1 and stride != self.row_stride:
+            raise _invalid(f"input row stride is {stride}, the plan is for {self.row_stride}")
+        return b
+
+    def _check_ranges(self, ranges, batch, device):
+        if not self.ranges:
+            if ranges is not None:
+                raise _invalid("ranges given but the plan was made without ranges=True")
+            return 0
+        if ranges is None:
+            raise _invalid("the plan uses ranges: pass ranges, an int32 [batch, 2] array of [start, end)")
+        r = describe(ranges, "ranges")
+        if r.dtype != "i32":
+            raise _invalid(f"ranges must be int32, got {r.dtype}")
+        if len(r.shape) != 2 or r.shape[1] != 2 or r.shape[0] < batch:
+            raise _invalid(f"ranges must be [batch, 2] = [{batch}, 2], got shape {r.shape}")
+        if batch > 0 and (r.strides[1] != 1 or (r.shape[0] > 1 and r.strides[0] != 2)):
+            raise _invalid(f"ranges must be contiguous, got strides {r.strides}")
+        if r.device is not None and device is not None and r.device != device:
+            raise _invalid(f"ranges are on cuda:{r.device}, the input on cuda:{device}")
+        return r.ptr
+
+    def _check_output(self, out, what, dtype, batch, device):
+        o = describe(out, what)
+        if o.readonly:
+            raise _invalid(f"{what} is read-only")
+        if o.dtype != dtype:
+            raise _invalid(f"{what} must be {dtype}, got {o.dtype}")
+        if len(o.shape) != 2 or o.shape[1] != self.k or o.shape[0] < batch:
+            raise _invalid(f"{what} must be [batch, k] = [{batch}, {self.k}], got shape {o.shape}")
+        if batch > 0 and self.k > 0 and ((self.k > 1 and o.strides[1] != 1) or (batch > 1 and o.strides[0] != self.k)):
+            raise _invalid(f"{what} must be contiguous [batch, k], got strides {o.strides}")
+        if o.device is not None and device is not None and o.device != device:
+            raise _invalid(f"{what} is on cuda:{o.device}, the input on cuda:{device}")
+        return o.ptr
+
+    def _launch(self, info, ranges, outputs, batch, stream):
+        device = info.device
+        if self.values:
+            if not isinstance(outputs, (tuple, list)) or len(outputs) != 2:
+                raise _invalid("the plan writes values: outputs must be (indices, values)")
+            idx_ptr = self._check_output(outputs[0], "indices", "i32", batch, device)
+            val_ptr = self._check_output(outputs[1], "values", self.dtype, batch, device)
+        else:
+            if isinstance(outputs, (tuple, list)):
+                if len(outputs) != 1 and not (len(outputs) == 2 and outputs[1] is None):
+                    raise _invalid("the plan writes no values: outputs must be indices (or (indices,))")
+                outputs = outputs[0]
+            idx_ptr = self._check_output(outputs, "indices", "i32", batch, device)
+            val_ptr = 0
+        rg_ptr = self._check_ranges(ranges, batch, device)
+        s = _stream_handle(stream, info, self.library.device)
+        h = self._handle.value if self._handle is not None else None
+        err = ctypes.c_void_p()
+        code = self._run(h, info.ptr or None, rg_ptr or None, idx_ptr or None, val_ptr or None, batch, s or None,
+                         ctypes.byref(err))
+        if code:
+            check(code, err)
+
+    # --- lifetime -----------------------------------------------------------------------
+
+    def close(self):
+        """Destroys the plan now (also done when it is garbage-collected, and
+        by Library.close())."""
+        h, self._handle = self._handle, None
+        if h is not None and h.value:
+            self.library._destroy_plan(h)
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 (interpreter shutdown)
+            pass
+
+    def __repr__(self):
+        flags = ("largest" if self.largest else "smallest") + "".join(
+            f" {f}" for f in ("ranges", "values", "sorted") if getattr(self, f))
+        return (f"<topk_tune.Plan {self.dtype} {self.batch}x{self.n} k={self.k} {flags}: "
+                f"{self.variant} ({self.dispatch})>")
+
+
+class Library:
+    """topk-tune on one CUDA device.
+
+    Library(device=None, cache_path=None, allow_same_arch=False, write_back=True)
+
+    device: CUDA ordinal; None is torch's current device when torch is loaded,
+        else 0.
+    cache_path: the tuning cache. None: $TOPK_TUNE_DB if set, else the CLI's
+        default file (~/.cache/topk-tune/tuning.db) if it exists, else none.
+        "": none (built-in defaults only). A cache that is corrupt, newer or
+        from another device is ignored with a message in `warnings`.
+    allow_same_arch: use entries tuned on another device of the same compute
+        capability when this device has none.
+    write_back: store kernels compiled at plan time in the cache file.
+
+    Raises TopkError: UNAVAILABLE without a GPU or driver, NOT_FOUND for a
+    device that does not exist, UNIMPLEMENTED for GPUs older than sm_80.
+    Thread-safe: plans may be made and run from several threads.
+    """
+
+    def __init__(self, device=None, cache_path=None, allow_same_arch=False, write_back=True):
+        dll = capi()
+        self.device = _default_device() if device is None else int(device)
+        self.cache_path = resolve_cache_path(cache_path)
+        self._handle = None
+        # Plans must be destroyed before the library. The library owns the C
+        # handles of its plans (by address) so that it can destroy the ones
+        # still alive when it closes, whatever order the garbage collector
+        # finalises a cycle in; the WeakSet lets close() disarm live Plan
+        # objects.
+        self._plan_handles = {}
+        self._plans = weakref.WeakSet()
+        self._lock = threading.Lock()
+        o = Options()
+        dll.topk_options_init(ctypes.byref(o))
+        o.device = self.device
+        o.cache_path = self.cache_path.encode() if self.cache_path else None
+        o.allow_same_arch = 1 if allow_same_arch else 0
+        o.write_back = 1 if write_back else 0
+        h = ctypes.c_void_p()
+        err = ctypes.c_void_p()
+        check(dll.topk_library_open(ctypes.byref(o), ctypes.byref(h), ctypes.byref(err)), err)
+        self._handle = h
+        self.warnings = dll.topk_library_warnings(h).decode()
+        self.device_description = dll.topk_library_device(h).decode()
+
+    def plan(self, dtype, batch, n, k, row_stride=0, largest=True, ranges=False, values=False, sorted=False):
+        """Plans a [batch, n] top-k of dtype ("f32", "f16", "bf16", or a
+        torch dtype): chooses the kernel (tuned for this shape, the nearest
+        tuned shape, or the default), loads or compiles it. Returns a Plan.
+        TopkError(INVALID_ARGUMENT) for k < 0, n < 1, row_stride < n, ..."""
+        dt = dtype_name(dtype)
+        p = Problem()
+        dll = capi()
+        dll.topk_problem_init(ctypes.byref(p))
+        try:
+            p.dtype = DTYPES[dt]
+            p.batch, p.n, p.k, p.row_stride = int(batch), int(n), int(k), int(row_stride)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise _invalid(f"batch, n, k and row_stride must be integers ({e})") from None
+        p.largest, p.ranges, p.values, p.sorted = (1 if f else 0 for f in (largest, ranges, values, sorted))
+        problem = {"dtype": dt, "batch": p.batch, "n": p.n, "k": p.k, "row_stride": p.row_stride,
+                   "largest": bool(largest), "ranges": bool(ranges), "values": bool(values), "sorted": bool(sorted)}
+        with self._lock:
+            if self._handle is None:
+                raise TopkError(Code.FAILED_PRECONDITION, "failed_precondition: the library is closed")
+            h = ctypes.c_void_p()
+            err = ctypes.c_void_p()
+            check(dll.topk_plan_create(self._handle, ctypes.byref(p), ctypes.byref(h), ctypes.byref(err)), err)
+            self._plan_handles[h.value] = h
+            plan = Plan(self, h, problem)
+            self._plans.add(plan)
+        return plan
+
+    def plan_like(self, x, k, largest=True, ranges=False, values=False, sorted=False, batch=None):
+        """A plan for input `x` (a [batch, n] or [n] CUDA array): dtype,
+        n and row stride from x, batch from x unless given."""
+        info = describe(x)
+        rows, n, stride = _arrays.as_rows(info)
+        return self.plan(info.dtype, rows if batch is None else batch, n, k,
+                         row_stride=stride if stride != n else 0, largest=largest, ranges=ranges, values=values,
+                         sorted=sorted)
+
+    def close(self):
+        """Destroys the library and every plan made from it. Using them
+        afterwards raises (or, for plans, fails with INVALID_ARGUMENT)."""
+        with self._lock:
+            for plan in list(self._plans):
+                plan._handle = None
+            dll = capi()
+            for ph in self._plan_handles.values():
+                dll.topk_plan_destroy(ph)
+            self._plan_handles.clear()
+            h, self._handle = self._handle, None
+            if h is not None and h.value:
+                dll.topk_library_close(h)
+
+    def _destroy_plan(self, h):
+        with self._lock:
+            if self._plan_handles.pop(h.value, None) is not None:
+                capi().topk_plan_destroy(h)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 (interpreter shutdown)
+            pass
+
+    def __repr__(self):
+        return f"<topk_tune.Library cuda:{self.device} {self.device_description!r} cache={self.cache_path!r}>"
+
+
+__all__ = ["Library", "Plan", "resolve_cache_path"]
