@@ -10,8 +10,9 @@ cd "$(dirname "$0")/.."
 B=build-device
 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DTOPK_BUILD_BENCH=ON >/dev/null
 targets=(gpu_kernels_test topk-tune-worker topk-probe topk)
-for t in topk-tune topk-bench gpu_tuner_test gpu_runtime_test; do
-  if cmake --build "$B" --target help | grep -q "^\.\.\. $t\$"; then targets+=("$t"); fi
+help=$(cmake --build "$B" --target help)  # not piped into grep -q: pipefail + SIGPIPE
+for t in topk-tune topk-bench gpu_tuner_test gpu_runtime_test gpu_c_api_test; do
+  if grep -qx "\.\.\. $t" <<<"$help"; then targets+=("$t"); fi
 done
 cmake --build "$B" -j"$(nproc)" --target "${targets[@]}"
 strip --strip-unneeded "$B"/bin/* "$B"/lib/libtopk.so.* 2>/dev/null || true
