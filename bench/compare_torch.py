@@ -85,6 +85,8 @@ def main():
     ap.add_argument("--reps", type=int, default=50)
     ap.add_argument("--launches", type=int, default=20, help="calls per graph in hot mode")
     ap.add_argument("--torch-only", action="store_true", help="time torch.topk only")
+    ap.add_argument("--baselines-out", default="",
+                    help="write the torch.topk times as JSON Lines for `topk-tune import` (report baselines)")
     args = ap.parse_args()
 
     lib = None
@@ -146,6 +148,27 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": dev, "torch": torch.__version__, "rows": rows}, f, indent=1)
+    if args.baselines_out:
+        write_baselines(args.baselines_out, rows)
+
+
+def fingerprint():
+    """The device fingerprint topk-tune records (jit::DeviceInfo::Fingerprint)."""
+    p = torch.cuda.get_device_properties(0)
+    return f"{p.name}|sm_{p.major}{p.minor}|{p.multi_processor_count}sm|L2={p.L2_cache_size}"
+
+
+def write_baselines(path, rows):
+    import datetime
+
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    with open(path, "w") as f:
+        for r in rows:
+            flags = "|".join(["largest", "ranges" if r["ranges"] else "noranges",
+                              "values" if r["values"] else "novalues", "unsorted"])
+            key = f"{r['dtype']}|b{r['batch']}|n{r['n']}|k{r['k']}|{flags}"
+            f.write(json.dumps({"table": "baselines", "device": fingerprint(), "problem": key, "row_stride": 0,
+                                "name": "torch.topk", "median_us": r["torch_us"], "created": now}) + "\n")
 
 
 if __name__ == "__main__":

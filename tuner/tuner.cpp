@@ -337,6 +337,27 @@ StatusOr<ShapeSummary> Tuner::TuneShape(const Problem& p, int index, int count,
   }
   sum.evaluated = evaluated;
 
+  // A resumed shape with nothing new measured keeps its stored winner:
+  // re-timing it again would be redoing finished work.
+  if (evaluated == 0) {
+    std::lock_guard<std::mutex> l(cache_mu_);
+    auto w = cache_->FindWinner(device_.fingerprint, p);
+    if (w.ok() && w->has_value()) {
+      sum.has_winner = true;
+      sum.winner_id = (*w)->variant_id;
+      sum.winner_us = (*w)->median_us;
+      sum.default_us = (*w)->default_us;
+      sum.seconds = Seconds(t0);
+      ev.kind = ProgressEvent::kShapeDone;
+      ev.best_id = sum.winner_id;
+      ev.best_us = sum.winner_us;
+      ev.elapsed_s = sum.seconds;
+      ev.eta_s = 0;
+      if (progress) progress(ev);
+      return sum;
+    }
+  }
+
   // Re-time the best few in this run's worker so that one lucky sample
   // cannot make a winner; the winner is the best of the re-timed.
   std::vector<cache::Measurement> ok;

@@ -37,7 +37,8 @@ struct RowControl {
   u32 buf_n;   // candidates in this CTA's buffer
   u32 list_n;  // entries in this CTA's rank list
   u32 max_local;
-  u32 pad[3];
+  u32 spec_overflow;  // the speculative capture ran out of buffer
+  u32 pad[2];
   ThresholdResult thr;
   u32 scan_scratch[32];
 };
@@ -99,6 +100,15 @@ struct RowSelect {
   bool buffering;  // the pass-0 filter copies candidates to this CTA's buffer
   bool gather;     // ... to the leader's buffer
   bool solo;       // the leader finishes alone after a gather
+  // Speculative capture (one CTA per row): pass 0 copies every element whose
+  // first digit reaches spec_bin, a lower bound of the threshold estimated
+  // from a sample, into the buffer; when the bound holds the filter scans
+  // the buffer instead of the row. The buffer then also holds elements of
+  // other first-digit bins, so later scans test the full prefix
+  // (buffer_all_match false).
+  bool spec;
+  bool buffer_all_match;
+  u32 spec_bin;
 
   __device__ __forceinline__ bool smallest() const { return flip != 0; }
 
@@ -126,7 +136,7 @@ struct RowSelect {
   }
 
   __device__ __forceinline__ bool matches(u32 key, bool from_buffer) const {
-    if (kCoarse && !from_buffer && coarse_digit(key) != coarse_bin) return false;
+    if (kCoarse && !(from_buffer && buffer_all_match) && coarse_digit(key) != coarse_bin) return false;
     return (key & mask) == prefix;
   }
 
@@ -192,6 +202,46 @@ struct RowSelect {
       base = cluster_wide ? Cl::atomic_add(addr, total) : Cluster<1>::atomic_add(addr, total);
     return __shfl_sync(kFullMask, base, 0) + pre;
   }
+
+  // Speculative capture: copies the elements whose first digit reaches
+  // spec_bin into the buffer; beyond its capacity it only notes the
+  // overflow (the speculation then fails and the exact path runs).
+  template <int N>
+  __device__ __forceinline__ void capture(const u32 (&key)[N], const u32 (&col)[N], const u32 (&d)[N],
+                                          u32 valid) {
+    u32 m = 0;
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+      if (((valid >> i) & 1u) && d[i] >= spec_bin) m |= 1u << i;
+    if (!__any_sync(kFullMask, m != 0)) return;
+    u32 pos = reserve(smem_addr(&ctl->buf_n), __popc(m), false);
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+      if ((m >> i) & 1u) {
+        if (pos < static_cast<u32>(S)) {
+          buf_key[pos] = key[i];
+          buf_idx[pos] = col[i];
+        } else {
+          ctl->spec_overflow = 1;
+        }
+        ++pos;
+      }
+  }
+
+  struct CaptureOp {
+    RowSelect* self;
+    template <int N>
+    __device__ __forceinline__ void operator()(const u32 (&raw)[N], const u32 (&col)[N], u32 valid, int,
+                                               bool) const {
+      u32 key[N], d[N];
+#pragma unroll
+      for (int i = 0; i < N; ++i) {
+        key[i] = K::key_flip(raw[i], self->flip);
+        d[i] = self->digit0(key[i]);
+      }
+      self->capture(key, col, d, valid);
+    }
+  };
 
   // One step of a scan: N elements per lane, all 32 lanes of the warp
   // together (valid == 0 for lanes without work). P0: the pass-0 filter,
@@ -281,17 +331,17 @@ struct RowSelect {
     }
   }
 
-  // Visits the slice elements [g0, len) from global memory. F(raw[N],
-  // col[N], valid, j, warp_full) is called warp-uniformly; warp_full says
-  // every lane holds N valid elements. Head and tail elements (outside the
-  // 16-byte-aligned body) go through warp 0, one per lane.
+  // Visits slice elements from global memory: the body vectors [v0, v1)
+  // and, on request, the head and the tail elements (outside the
+  // 16-byte-aligned body; through warp 0, one per lane). F(raw[N], col[N],
+  // valid, j, warp_full) is called warp-uniformly; warp_full says every lane
+  // holds N valid elements.
   template <class F>
-  __device__ __forceinline__ void visit_global(int g0, const F& f) const {
+  __device__ __forceinline__ void visit_range(int v0, int v1, bool do_head, bool do_tail, const F& f) const {
     const int warp = threadIdx.x >> 5;
     const u32 lane = lane_id();
-    const int tail0 = head + nvec * V;
-    const int nhead = g0 == 0 ? head : 0;
-    const int ntail = len - (tail0 > g0 ? tail0 : g0);
+    const int nhead = do_head ? head : 0;
+    const int ntail = do_tail ? len - (head + nvec * V) : 0;
     if (warp == 0 && (nhead > 0 || ntail > 0)) {
       u32 raw[1] = {0}, col[1] = {0};
       u32 valid = 0;
@@ -307,27 +357,32 @@ struct RowSelect {
       }
       f(raw, col, valid, j, false);
     }
-    const int v0 = g0 <= head ? 0 : (g0 - head) / V;
     const uint4* body = reinterpret_cast<const uint4*>(row + s0 + head);
-    for (int base = v0 + warp * 32; base < nvec; base += T * kUnroll) {
+    for (int base = v0 + warp * 32; base < v1; base += T * kUnroll) {
       uint4 q[kUnroll];
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const int v = base + u * T + lane;
-        if (v < nvec) q[u] = body[v];
+        if (v < v1) q[u] = body[v];
       }
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const int v = base + u * T + lane;
-        if (base + u * T >= nvec) break;  // warp-uniform
+        if (base + u * T >= v1) break;  // warp-uniform
         u32 raw[V], col[V];
         unpack(q[u], raw);
         const int j = head + v * V;
 #pragma unroll
         for (int i = 0; i < V; ++i) col[i] = s0 + j + i;
-        f(raw, col, v < nvec ? (1u << V) - 1u : 0u, j, base + u * T + 31 < nvec);
+        f(raw, col, v < v1 ? (1u << V) - 1u : 0u, j, base + u * T + 31 < v1);
       }
     }
+  }
+
+  // Visits the slice elements [g0, len): g0 is 0 or head + m * V.
+  template <class F>
+  __device__ __forceinline__ void visit_global(int g0, const F& f) const {
+    visit_range(g0 <= head ? 0 : (g0 - head) / V, nvec, g0 == 0, true, f);
   }
 
   // Keys of elements read from global memory, handed to process().
@@ -403,6 +458,7 @@ struct RowSelect {
         s.hist_add_full(s.hist, d);
       else
         s.hist_add(s.hist, d, valid);
+      if (!kClustered && s.spec) s.capture(key, col, d, valid);
       if (s.cache_len > 0) {
         if (N == V && valid == (1u << V) - 1u && j + V <= s.cache_len) {
           uint4 q;
@@ -527,6 +583,7 @@ struct RowSelect {
       ctl->buf_n = 0;
       ctl->list_n = 0;
       ctl->max_local = 0;
+      ctl->spec_overflow = 0;
     }
     pass = 0;
     action = kFilter;
@@ -537,11 +594,34 @@ struct RowSelect {
     buffering = false;
     gather = false;
     solo = false;
+    spec = false;
+    buffer_all_match = true;
+    spec_bin = 0;
     bool buffered = false;
     u32 k_rem = static_cast<u32>(k);
     __syncthreads();
 
-    visit_global(0, Pass0Op{this});
+    // Pass 0. One CTA per row with a buffer that can hold ~1.25 k: histogram
+    // an eighth of the slice first, take the bin whose suffix in that sample
+    // reaches ~1.25 k + 64 scaled to the sample (a lower bound of the
+    // threshold bin with a wide margin), capture the sample's elements at or
+    // above it, then histogram and capture the rest in one pass.
+    const bool try_spec = !kClustered && S >= 512 && k + k / 4 + 64 <= S && nvec >= 4 * T;
+    if (!try_spec) {
+      visit_global(0, Pass0Op{this});
+    } else {
+      const int nA = nvec / 8 > T ? nvec / 8 : T;
+      visit_range(0, nA, true, true, Pass0Op{this});
+      __syncthreads();
+      const long long sampled = len - (nvec - nA) * static_cast<long long>(V);
+      const long long target = (static_cast<long long>(k + k / 4 + 64) * sampled + len - 1) / len;
+      if (target < sampled) {
+        spec_bin = find_threshold<T, NB>(hist, static_cast<u32>(target), &ctl->thr, ctl->scan_scratch, nullptr).bin;
+        spec = true;
+        visit_range(0, nA, true, true, CaptureOp{this});
+      }
+      visit_range(nA, nvec, false, false, Pass0Op{this});
+    }
 
     int cur = 0;
     for (;;) {
@@ -571,7 +651,20 @@ struct RowSelect {
       bin = thr.bin;
       need = k_rem - thr.above;
 
-      if (pass == 0 && S > 0) {
+      if (pass == 0 && spec) {
+        // Every element that can still be selected was captured iff the
+        // buffer held them all and the real threshold bin is at or above
+        // the estimate.
+        if (ctl->spec_overflow == 0 && bin >= spec_bin) {
+          buffered = true;
+          buffer_all_match = false;
+        } else {
+          spec = false;
+          if (threadIdx.x == 0) ctl->buf_n = 0;
+          __syncthreads();
+        }
+      }
+      if (pass == 0 && S > 0 && !buffered) {
         if (kClustered && thr.count <= static_cast<u32>(S)) {
           gather = true;  // the whole bin fits the leader's buffer
         } else if (kClustered) {
@@ -589,7 +682,7 @@ struct RowSelect {
       if (thr.count == need) {
         action = kSelectAll;
         if (pass == 0)
-          scan<true>(false);
+          scan<true>(buffered);
         else
           scan<false>(buffered);
         break;
@@ -608,7 +701,7 @@ struct RowSelect {
       }
       action = kFilter;
       if (pass == 0)
-        scan<true>(false);
+        scan<true>(buffered);
       else
         scan<false>(buffered);
       if (gather) {

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# The end-to-end acceptance runs of the issues, on a GPU machine, from a
+# carried build-device/ tree. Logs go to $LOGS and are packed into
+# $OUT/logs.tgz; the tuning cache to $OUT/dsa.db (carry it back into
+# .device-state/ for later stages).
+#   scripts/device/acceptance.sh STAGE...
+# Stages: tune resume kill verify compare report bench python gpu-tests
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+B=${TOPK_BUNDLE:-build-device}
+OUT=${OUT:-/tmp/topk-out}
+LOGS=/tmp/topk-logs
+mkdir -p "$OUT" "$LOGS" .device-state
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64:$PWD/$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export TOPK_WORKER="$PWD/$B/bin/topk-tune-worker" TOPK_LIBRARY="$PWD/$B/lib/libtopk.so" PYTHONUNBUFFERED=1
+export TOPK_TEST_TMP=/tmp/topk-tests TOPK_BIN_DIR="$PWD/$B/bin"
+T="$PWD/$B/bin/topk-tune"
+DB="$PWD/.device-state/dsa.db"
+SUMMARY="$OUT/summary.txt"
+touch "$SUMMARY"
+
+log() { echo "$*" | tee -a "$SUMMARY"; }
+run() {  # run NAME TIMEOUT CMD...: output to $LOGS/NAME.log, its tail to the summary
+  local name=$1 limit=$2
+  shift 2
+  local t0=$SECONDS
+  timeout "$limit" "$@" >"$LOGS/$name.log" 2>&1
+  local rc=$?
+  log "== $name: rc=$rc ($((SECONDS - t0)) s): $*"
+  tail -n "${TAIL:-25}" "$LOGS/$name.log" | cut -c1-220 >>"$SUMMARY"
+  return $rc
+}
+sql() { python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print('\n'.join('|'.join(map(str,r)) for r in c.execute(sys.argv[2])))" "$@"; }
+
+for stage in "$@"; do
+  case $stage in
+    tune)  # the dsa preset, uninterrupted, with the test-only faults injected
+      rm -f "$DB" "$DB-wal" "$DB-shm"
+      TAIL=40 run tune 900 "$T" tune --preset dsa --budget "${BUDGET:-15}" --db "$DB" --inject-faults crash,hang --timeout 20
+      log "outcomes: $(sql "$DB" "SELECT outcome, COUNT(*) FROM measurements GROUP BY outcome" | tr '\n' ' ')"
+      log "faults: $(sql "$DB" "SELECT variant_id, outcome FROM measurements WHERE variant_id LIKE 'test_fault_%'" | tr '\n' ' ')"
+      log "winners: $(sql "$DB" "SELECT COUNT(*) FROM winners")" ;;
+    resume)  # the same command again: nothing measured twice
+      before=$(sql "$DB" "SELECT COUNT(*), MAX(id) FROM measurements")
+      run resume 600 "$T" tune --preset dsa --budget "${BUDGET:-15}" --db "$DB"
+      log "measurements (count|max id) before: $before after: $(sql "$DB" "SELECT COUNT(*), MAX(id) FROM measurements")" ;;
+    kill)  # SIGKILL a dsa tune at random moments five times, resume each time
+      K=/tmp/kill.db
+      rm -f $K $K-wal $K-shm /tmp/kill-keys-*
+      for i in 1 2 3 4 5; do
+        "$T" tune --preset dsa --budget 3 --db $K >"$LOGS/kill-$i.log" 2>&1 &
+        pid=$!
+        s=$((RANDOM % 12 + 4))
+        sleep $s
+        kill -9 $pid 2>/dev/null
+        wait $pid 2>/dev/null
+        pkill -9 -f topk-tune-worker 2>/dev/null
+        sleep 1
+        sql $K "SELECT device||'|'||variant_id||'|'||problem_key||'|'||input_dist||'|'||l2_mode FROM measurements" |
+          sort >/tmp/kill-keys-$i
+        log "kill $i after ${s}s: integrity=$(sql $K 'PRAGMA integrity_check') measurements=$(wc -l </tmp/kill-keys-$i)"
+      done
+      run kill-final 600 "$T" tune --preset dsa --budget 3 --db $K
+      sql $K "SELECT device||'|'||variant_id||'|'||problem_key||'|'||input_dist||'|'||l2_mode FROM measurements" |
+        sort >/tmp/kill-keys-final
+      lost=0
+      for i in 1 2 3 4 5; do lost=$((lost + $(comm -23 /tmp/kill-keys-$i /tmp/kill-keys-final | wc -l))); done
+      log "after resume: integrity=$(sql $K 'PRAGMA integrity_check') measurements=$(wc -l </tmp/kill-keys-final) winners=$(sql $K 'SELECT COUNT(*) FROM winners') lost_finished_measurements=$lost" ;;
+    verify)  # winners re-checked and re-timed in a fresh process
+      TAIL=40 run verify 600 "$T" verify --db "$DB" ;;
+    compare)  # the issue-6 table: the runtime against torch.topk, same tensors, same run
+      TAIL=14 run compare 600 python3 bench/compare_torch.py --db "$DB" --json "$LOGS/compare.json" \
+        --baselines-out "$LOGS/torch_baselines.jsonl"
+      run import-baselines 120 "$T" import "$LOGS/torch_baselines.jsonl" --db "$DB" ;;
+    report)
+      run report 120 "$T" report --db "$DB" --out "$LOGS/report"
+      cp "$LOGS/report/report.html" "$OUT/report.html" 2>/dev/null
+      cp "$LOGS/report/report.md" "$OUT/report.md" 2>/dev/null ;;
+    bench)
+      TAIL=60 run bench 600 "$B/bin/topk-bench" --db "$DB" --benchmark_min_time=0.05 \
+        --benchmark_out="$LOGS/bench.json" --benchmark_out_format=json ;;
+    python)  # 1000 random problems against torch.topk through the Python package
+      TOPK_TUNE_DB="$DB" TAIL=30 run python 600 python3 python/tests/gpu_test_topk.py --count 1000 ;;
+    gpu-tests)
+      mkdir -p "$TOPK_TEST_TMP"
+      for t in gpu_kernels_test gpu_tuner_test gpu_c_api_test; do TAIL=12 run "$t" 600 "$B/bin/$t"; done
+      TOPK_TEST_SUBSET=sanitizer TAIL=6 run memcheck 300 compute-sanitizer --tool memcheck --error-exitcode 9 \
+        "$B/bin/gpu_kernels_test" --gtest_filter='*F32*:*BF16*'
+      TOPK_TEST_SUBSET=sanitizer TAIL=6 run racecheck 300 compute-sanitizer --tool racecheck --racecheck-report hazard \
+        --error-exitcode 9 "$B/bin/gpu_kernels_test" --gtest_filter='*F32*' ;;
+    *) log "unknown stage $stage" ;;
+  esac
+done
+[[ -f "$DB" ]] && sql "$DB" "PRAGMA wal_checkpoint(TRUNCATE)" >/dev/null && cp "$DB" "$OUT/dsa.db"
+tar czf "$OUT/logs.tgz" -C "$LOGS" . 2>/dev/null
+tail -c 9000 "$SUMMARY"
