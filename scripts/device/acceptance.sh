@@ -4,7 +4,7 @@
 # $OUT/logs.tgz; the tuning cache to $OUT/dsa.db (carry it back into
 # .device-state/ for later stages).
 #   scripts/device/acceptance.sh STAGE...
-# Stages: tune resume kill verify compare report bench python gpu-tests
+# Stages: tune resume kill targets verify compare report bench python gpu-tests
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 B=${TOPK_BUNDLE:-build-device}
@@ -64,8 +64,20 @@ for stage in "$@"; do
       sql $K "SELECT device||'|'||variant_id||'|'||problem_key||'|'||input_dist||'|'||l2_mode FROM measurements" |
         sort >/tmp/kill-keys-final
       lost=0
-      for i in 1 2 3 4 5; do lost=$((lost + $(comm -23 /tmp/kill-keys-$i /tmp/kill-keys-final | wc -l))); done
+      for i in 1 2 3 4 5; do
+        lost=$((lost + $(comm -23 /tmp/kill-keys-$i /tmp/kill-keys-final | wc -l)))
+        comm -23 /tmp/kill-keys-$i /tmp/kill-keys-final | sed "s/^/  missing after kill $i: /" | tee -a "$SUMMARY"
+      done
+      cp /tmp/kill-keys-* "$LOGS/" 2>/dev/null
       log "after resume: integrity=$(sql $K 'PRAGMA integrity_check') measurements=$(wc -l </tmp/kill-keys-final) winners=$(sql $K 'SELECT COUNT(*) FROM winners') lost_finished_measurements=$lost" ;;
+    targets)  # tune the eight issue-6 shapes into a fresh cache (compare then times them)
+      rm -f "$DB" "$DB-wal" "$DB-shm"
+      TAIL=8 run targets-dsa 300 "$T" tune --db "$DB" --l2 hot --budget "${BUDGET:-10}" --shape f32:64x32768:2048:ranges \
+        --shape f32:1x131072:2048:ranges --shape f32:1x524288:2048:ranges --shape f32:128x131072:2048:ranges
+      TAIL=6 run targets-sampling 300 "$T" tune --db "$DB" --l2 rotate --dist logits --budget "${BUDGET:-10}" \
+        --shape bf16:128x201088:64:values --shape f32:256x128256:1024:values
+      TAIL=6 run targets-moe 300 "$T" tune --db "$DB" --l2 rotate --budget "${BUDGET:-10}" --shape f32:4096x256:8 \
+        --shape bf16:16384x256:8 ;;
     verify)  # winners re-checked and re-timed in a fresh process
       TAIL=40 run verify 600 "$T" verify --db "$DB" ;;
     compare)  # the issue-6 table: the runtime against torch.topk, same tensors, same run
@@ -77,8 +89,10 @@ for stage in "$@"; do
       cp "$LOGS/report/report.html" "$OUT/report.html" 2>/dev/null
       cp "$LOGS/report/report.md" "$OUT/report.md" 2>/dev/null ;;
     bench)
-      TAIL=60 run bench 600 "$B/bin/topk-bench" --db "$DB" --benchmark_min_time=0.05 \
-        --benchmark_out="$LOGS/bench.json" --benchmark_out_format=json ;;
+      TAIL=60 run bench 600 "$B/bin/topk-bench" --db "$DB" --preset "${BENCH_PRESETS:-dsa,sampling,moe}" \
+        --benchmark_min_time="${BENCH_MIN_TIME:-0.05}" ${BENCH_FILTER:+--benchmark_filter="$BENCH_FILTER"} \
+        --benchmark_out="$LOGS/bench.json" --benchmark_out_format=json
+      cp "$LOGS/bench.json" "$OUT/bench.json" 2>/dev/null ;;
     python)  # 1000 random problems against torch.topk through the Python package
       TOPK_TUNE_DB="$DB" TAIL=30 run python 600 python3 python/tests/gpu_test_topk.py --count 1000 ;;
     gpu-tests)
