@@ -206,15 +206,15 @@ void RadixKinds(DType dtype, std::vector<std::pair<int, bool>>* out) {
   }
 }
 
+constexpr int kSmCountHint = 132;  // clusters beyond ~2 CTAs per SM cannot run at once
+
+}  // namespace
+
 int WarpItems(int64_t n) {
   int items = 2;
   while (32LL * items < n) items *= 2;
   return items;
 }
-
-constexpr int kSmCountHint = 132;  // clusters beyond ~2 CTAs per SM cannot run at once
-
-}  // namespace
 
 std::vector<Config> EnumerateKernels(DType dtype, const Arch& arch) {
   std::vector<Config> out;

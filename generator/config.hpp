@@ -102,4 +102,8 @@ std::vector<Config> EnumerateKernels(DType dtype, const Arch& arch);
 // A correct, reasonably fast configuration for `p` when nothing is tuned.
 Config DefaultConfig(const Problem& p, const Arch& arch);
 
+// Elements per lane a warp-mode kernel needs for rows of n: the smallest
+// power of two >= 2 with 32 * items >= n.
+int WarpItems(int64_t n);
+
 }  // namespace topk::gen

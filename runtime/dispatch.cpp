@@ -49,12 +49,18 @@ DispatchDecision Decide(const cache::Cache* cache, const std::string& device_fin
     if (!like.ok()) continue;
     double best = std::numeric_limits<double>::infinity();
     for (const cache::Winner& w : *like) {
-      if (!Fits(w, p, arch)) continue;
+      // A warp-mode winner holds its tuned row length in registers; a
+      // shorter row wastes them (measured: 4096x64 ran at half the speed of
+      // the default with the 4096x256 winner's 8 items per lane), so the
+      // other knobs carry over and the items follow this row.
+      cache::Winner adapted = w;
+      if (adapted.config.warp_mode()) adapted.config.items = gen::WarpItems(p.n);
+      if (!Fits(adapted, p, arch)) continue;
       const double dist = ShapeDistance(w.problem, p);
       if (dist < best) {
         best = dist;
         out.source = DispatchSource::kNearest;
-        out.config = w.config;
+        out.config = adapted.config;
         out.tuned_shape = cache::ProblemKey(w.problem);
         out.tuned_device = w.device_fingerprint;
         out.tuned_median_us = w.median_us;

@@ -68,7 +68,10 @@ TEST(CompileAllTest, EveryKernelCompilesForSm90AndSm80) {
   auto store = jit::MakeDirectoryStore(CubinDir());
   int total = 0, failures = 0, spilling = 0;
   const auto t0 = std::chrono::steady_clock::now();
-  std::ofstream report(CubinDir() + "/../compile_report.tsv");
+  std::filesystem::create_directories(CubinDir());  // the report sits beside it
+  const std::string report_path = CubinDir() + "/../compile_report.tsv";
+  std::ofstream report(report_path);
+  ASSERT_TRUE(report) << "cannot write " << report_path;
   report << "arch\tkernel\tregisters\tstack_bytes\tspill_stores\tspill_loads\tcompile_ms\n";
   for (const char* arch : {"sm_90", "sm_80"}) {
     auto a = gen::Arch::FromName(arch);
@@ -95,6 +98,7 @@ TEST(CompileAllTest, EveryKernelCompilesForSm90AndSm80) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("compiled %d kernels (3 dtypes, sm_90 + sm_80) in %.1f s: %d errors, %d with local-memory spills\n",
               total, secs, failures, spilling);
+  std::printf("registers and spills of every kernel: %s\n", report_path.c_str());
   EXPECT_EQ(failures, 0);
   EXPECT_GT(total, 100);
 }

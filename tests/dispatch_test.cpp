@@ -1,0 +1,155 @@
+// Dispatch on fixture cache files, no GPU: the exact winner, the nearest
+// tuned shape, the default, another device's entries (only with
+// allow_same_arch), and winners that do not fit the problem.
+#include <gtest/gtest.h>
+
+#include "cache/cache.hpp"
+#include "runtime/dispatch.hpp"
+#include "support/test_support.hpp"
+
+namespace topk::runtime {
+namespace {
+
+const char* kHere = "NVIDIA H200|sm_90|132sm|L2=62914560";
+const char* kTwin = "NVIDIA H100 80GB HBM3|sm_90|132sm|L2=52428800";
+
+Problem Dsa(int64_t batch, int64_t n, int64_t k) {
+  Problem p;
+  p.dtype = DType::kF32;
+  p.batch = batch;
+  p.n = n;
+  p.k = k;
+  p.ranges = true;
+  return p;
+}
+
+gen::Config Cfg(int block, int cluster, int buffer) {
+  gen::Config c;
+  c.dtype = DType::kF32;
+  c.block_threads = block;
+  c.radix_bits = 11;
+  c.cluster = cluster;
+  c.smem_buffer = buffer;
+  c.rounds = c.passes() - 1;
+  c.row_cache = true;
+  return c;
+}
+
+class DispatchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto c = cache::Cache::Open(testing::TempPath("dispatch.db"));
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    cache_ = std::move(*c);
+    for (const char* fp : {kHere, kTwin}) {
+      cache::DeviceRecord d;
+      d.fingerprint = fp;
+      d.name = fp;
+      d.cc_major = 9;
+      ASSERT_TRUE(cache_->PutDevice(d).ok());
+    }
+    Win(kHere, Dsa(64, 32768, 2048), Cfg(1024, 2, 4096), 18.1);
+    Win(kHere, Dsa(1, 524288, 2048), Cfg(1024, 16, 1024), 26.1);
+    Win(kTwin, Dsa(8, 65536, 2048), Cfg(512, 8, 4096), 20.0);
+    gen::Config warp;
+    warp.dtype = DType::kF32;
+    warp.block_threads = 256;
+    warp.radix_bits = 1;
+    warp.cluster = 0;
+    warp.items = 8;
+    warp.smem_buffer = 0;
+    warp.rounds = 0;
+    warp.row_cache = false;
+    Problem moe;
+    moe.batch = 4096;
+    moe.n = 256;
+    moe.k = 8;
+    Win(kHere, moe, warp, 5.6);
+  }
+
+  void Win(const char* fp, const Problem& p, const gen::Config& c, double us) {
+    cache::Winner w;
+    w.device_fingerprint = fp;
+    w.problem = p;
+    w.config = c;
+    w.variant_id = c.Id();
+    w.median_us = us;
+    ASSERT_TRUE(cache_->PutWinner(w).ok());
+  }
+
+  std::unique_ptr<cache::Cache> cache_;
+  gen::Arch arch_ = gen::Arch::Sm90();
+};
+
+TEST_F(DispatchTest, ExactWinner) {
+  const DispatchDecision d = Decide(cache_.get(), kHere, {kTwin}, false, Dsa(64, 32768, 2048), arch_);
+  EXPECT_EQ(d.source, DispatchSource::kExact);
+  EXPECT_EQ(d.config, Cfg(1024, 2, 4096));
+  EXPECT_EQ(d.tuned_median_us, 18.1);
+}
+
+TEST_F(DispatchTest, NearestShapeInLogSpace) {
+  // 64 x 40000 is nearer 64 x 32768 than 1 x 524288.
+  const DispatchDecision d = Decide(cache_.get(), kHere, {}, false, Dsa(64, 40000, 2000), arch_);
+  EXPECT_EQ(d.source, DispatchSource::kNearest);
+  EXPECT_EQ(d.config, Cfg(1024, 2, 4096));
+  EXPECT_EQ(d.tuned_shape, cache::ProblemKey(Dsa(64, 32768, 2048)));
+  EXPECT_GT(d.distance, 0);
+  const DispatchDecision far = Decide(cache_.get(), kHere, {}, false, Dsa(2, 400000, 2048), arch_);
+  EXPECT_EQ(far.source, DispatchSource::kNearest);
+  EXPECT_EQ(far.config, Cfg(1024, 16, 1024));
+}
+
+TEST_F(DispatchTest, DefaultWithoutCacheOrWithoutMatchingFlags) {
+  const Problem p = Dsa(64, 32768, 2048);
+  EXPECT_EQ(Decide(nullptr, kHere, {}, false, p, arch_).source, DispatchSource::kDefault);
+  EXPECT_EQ(Decide(nullptr, kHere, {}, false, p, arch_).config, gen::DefaultConfig(p, arch_));
+  Problem other = p;
+  other.values = true;  // no winner with these flags
+  EXPECT_EQ(Decide(cache_.get(), kHere, {}, false, other, arch_).source, DispatchSource::kDefault);
+  other = p;
+  other.dtype = DType::kBF16;
+  EXPECT_EQ(Decide(cache_.get(), kHere, {}, false, other, arch_).source, DispatchSource::kDefault);
+}
+
+TEST_F(DispatchTest, AnotherDevicesEntriesOnlyWithAllowSameArch) {
+  const Problem p = Dsa(8, 65536, 2048);  // tuned only on the twin
+  const DispatchDecision mine = Decide(cache_.get(), kHere, {kTwin}, false, p, arch_);
+  EXPECT_NE(mine.source, DispatchSource::kExact);
+  EXPECT_NE(mine.tuned_device, kTwin);
+  const DispatchDecision twin = Decide(cache_.get(), kHere, {kTwin}, true, p, arch_);
+  EXPECT_EQ(twin.source, DispatchSource::kExact);
+  EXPECT_EQ(twin.tuned_device, kTwin);
+  EXPECT_EQ(twin.config, Cfg(512, 8, 4096));
+  // A device with no entries of its own and no opt-in gets the default.
+  EXPECT_EQ(Decide(cache_.get(), "Other GPU|sm_90|100sm|L2=1", {kTwin}, false, p, arch_).source,
+            DispatchSource::kDefault);
+}
+
+TEST_F(DispatchTest, NearestWarpWinnerFollowsTheRowLength) {
+  Problem short_rows;
+  short_rows.batch = 4096;
+  short_rows.n = 64;
+  short_rows.k = 2;
+  const DispatchDecision d = Decide(cache_.get(), kHere, {}, false, short_rows, arch_);
+  ASSERT_EQ(d.source, DispatchSource::kNearest);
+  EXPECT_TRUE(d.config.warp_mode());
+  EXPECT_EQ(d.config.items, 2);  // not the tuned 8: registers for 64 elements
+  EXPECT_EQ(d.config.block_threads, 256);
+  // A row longer than the warp kernel can hold skips the warp winner.
+  Problem longer = short_rows;
+  longer.n = 4096;
+  longer.k = 8;
+  const DispatchDecision l = Decide(cache_.get(), kHere, {}, false, longer, arch_);
+  EXPECT_FALSE(l.config.warp_mode());
+}
+
+TEST_F(DispatchTest, ShapeDistanceIsSymmetricAndZeroOnlyForEqualShapes) {
+  const Problem a = Dsa(64, 32768, 2048), b = Dsa(1, 524288, 2048);
+  EXPECT_DOUBLE_EQ(ShapeDistance(a, a), 0);
+  EXPECT_DOUBLE_EQ(ShapeDistance(a, b), ShapeDistance(b, a));
+  EXPECT_GT(ShapeDistance(a, b), 0);
+}
+
+}  // namespace
+}  // namespace topk::runtime
