@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <thread>
 
 #include "generator/source.hpp"
@@ -337,25 +338,32 @@ StatusOr<ShapeSummary> Tuner::TuneShape(const Problem& p, int index, int count,
   }
   sum.evaluated = evaluated;
 
+  // The shape's result, reported once it has a winner.
+  auto finish = [&](const cache::Winner& w) {
+    sum.has_winner = true;
+    sum.winner_id = w.variant_id;
+    sum.winner_us = w.median_us;
+    sum.default_us = w.default_us;
+    sum.seconds = Seconds(t0);
+    ev.kind = ProgressEvent::kShapeDone;
+    ev.best_id = w.variant_id;
+    ev.best_us = w.median_us;
+    ev.elapsed_s = sum.seconds;
+    ev.eta_s = 0;
+    if (progress) progress(ev);
+    return sum;
+  };
+
   // A resumed shape with nothing new measured keeps its stored winner:
   // re-timing it again would be redoing finished work.
   if (evaluated == 0) {
-    std::lock_guard<std::mutex> l(cache_mu_);
-    auto w = cache_->FindWinner(device_.fingerprint, p);
-    if (w.ok() && w->has_value()) {
-      sum.has_winner = true;
-      sum.winner_id = (*w)->variant_id;
-      sum.winner_us = (*w)->median_us;
-      sum.default_us = (*w)->default_us;
-      sum.seconds = Seconds(t0);
-      ev.kind = ProgressEvent::kShapeDone;
-      ev.best_id = sum.winner_id;
-      ev.best_us = sum.winner_us;
-      ev.elapsed_s = sum.seconds;
-      ev.eta_s = 0;
-      if (progress) progress(ev);
-      return sum;
+    std::optional<cache::Winner> stored;
+    {
+      std::lock_guard<std::mutex> l(cache_mu_);
+      auto w = cache_->FindWinner(device_.fingerprint, p);
+      if (w.ok()) stored = std::move(*w);
     }
+    if (stored) return finish(*stored);
   }
 
   // Re-time the best few in this run's worker so that one lucky sample
@@ -411,18 +419,7 @@ StatusOr<ShapeSummary> Tuner::TuneShape(const Problem& p, int index, int count,
         w.default_us = m.median_us;
     TOPK_RETURN_IF_ERROR(cache_->PutWinner(w));
   }
-  sum.has_winner = true;
-  sum.winner_id = w.variant_id;
-  sum.winner_us = w.median_us;
-  sum.default_us = w.default_us;
-  sum.seconds = Seconds(t0);
-  ev.kind = ProgressEvent::kShapeDone;
-  ev.best_id = w.variant_id;
-  ev.best_us = w.median_us;
-  ev.elapsed_s = sum.seconds;
-  ev.eta_s = 0;
-  if (progress) progress(ev);
-  return sum;
+  return finish(w);
 }
 
 }  // namespace topk::tuner
