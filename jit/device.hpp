@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cache/cache.hpp"
 #include "generator/config.hpp"
 #include "jit/compiler.hpp"
 #include "topk/args.h"
@@ -39,6 +40,8 @@ struct DeviceInfo {
   gen::Arch ToArch() const;
   nlohmann::json ToJson() const;
   static StatusOr<DeviceInfo> FromJson(const nlohmann::json& j);
+  // The device as the tuning cache records it.
+  cache::DeviceRecord ToRecord() const;
 };
 
 // Number of CUDA devices; kUnavailable when there is no driver.

@@ -70,18 +70,7 @@ class GpuTunerTest : public ::testing::Test {
     return r;
   }
 
-  cache::DeviceRecord Record() const {
-    cache::DeviceRecord d;
-    d.fingerprint = info_.Fingerprint();
-    d.name = info_.name;
-    d.cc_major = info_.cc_major;
-    d.cc_minor = info_.cc_minor;
-    d.sm_count = info_.sm_count;
-    d.l2_bytes = info_.l2_bytes;
-    d.driver_version = info_.driver_version;
-    d.compiler_version = info_.compiler_version;
-    return d;
-  }
+  cache::DeviceRecord Record() const { return info_.ToRecord(); }
 
   jit::DeviceInfo info_;
   std::unique_ptr<jit::Compiler> compiler_;

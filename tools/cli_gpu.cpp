@@ -50,20 +50,6 @@ StatusOr<int> RequireGpus(const std::string& command) {
   return *n;
 }
 
-cache::DeviceRecord RecordOf(const jit::DeviceInfo& d) {
-  cache::DeviceRecord r;
-  r.fingerprint = d.Fingerprint();
-  r.name = d.name;
-  r.cc_major = d.cc_major;
-  r.cc_minor = d.cc_minor;
-  r.sm_count = d.sm_count;
-  r.l2_bytes = d.l2_bytes;
-  r.driver_version = d.driver_version;
-  r.compiler_version = d.compiler_version;
-  r.info_json = d.ToJson().dump();
-  return r;
-}
-
 std::string Driver(int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); }
 
 std::string UtcNow(bool compact) {
@@ -250,7 +236,7 @@ int RunTune(const TuneOpts& o) {
   auto cache = cache::Cache::Open(db);
   if (!cache.ok()) return CacheOpenFailure(cache.status(), db, false);
   for (const auto& info : infos) {
-    if (Status s = (*cache)->PutDevice(RecordOf(info)); !s.ok())
+    if (Status s = (*cache)->PutDevice(info.ToRecord()); !s.ok())
       return Fail(kExitCache, "cannot record the device in '" + db + "': " + s.ToString(),
                   "check the file is writable, or pass --db with another path");
   }
@@ -309,7 +295,7 @@ int RunTune(const TuneOpts& o) {
     auto compiler = jit::MakeNvrtcCompiler();
     tuner::TuneOptions mine_opts = to;
     mine_opts.workdir = workroot + "-gpu" + std::to_string(dev);
-    tuner::Tuner tuner(mine, compiler.get(), &worker, RecordOf(info), info.ToArch(), mine_opts);
+    tuner::Tuner tuner(mine, compiler.get(), &worker, info.ToRecord(), info.ToArch(), mine_opts);
     int consecutive_errors = 0;
     for (;;) {
       const size_t i = next++;
