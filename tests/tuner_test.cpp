@@ -1,0 +1,296 @@
+// The tuning loop and the search strategies with a fake compiler and a fake
+// evaluator behind the real interfaces: no GPU, no NVRTC. The cache is the
+// real SQLite one.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "cache/cache.hpp"
+#include "generator/config.hpp"
+#include "jit/compiler.hpp"
+#include "support/test_support.hpp"
+#include "tuner/search.hpp"
+#include "tuner/tuner.hpp"
+
+namespace topk::tuner {
+namespace {
+
+class FakeCompiler final : public jit::Compiler {
+ public:
+  StatusOr<jit::CompiledKernel> Compile(const gen::KernelSource& src, const jit::CompileOptions& o) override {
+    ++compiles;
+    if (fail_key == src.key) return Status(Code::kCompileError, "fake", "log: error in " + src.key);
+    jit::CompiledKernel k;
+    k.key = src.key;
+    k.source_hash = src.hash;
+    k.arch = o.arch;
+    k.options = o.Key();
+    k.compiler_version = Version();
+    k.lowered_name = "fake_" + src.key;
+    k.cubin = {'c', 'u', 'b', 'i', 'n', '\0', '1'};
+    return k;
+  }
+  std::string Version() const override { return "fake 1.0"; }
+  std::atomic<int> compiles{0};
+  std::string fail_key;
+};
+
+// Time of a config on a smooth landscape with one minimum; some knob values
+// fail in the ways a real GPU fails.
+class FakeEvaluator final : public Evaluator {
+ public:
+  StatusOr<EvalResult> Evaluate(const EvalRequest& r) override {
+    if (infra_error) return Status(Code::kUnavailable, "fake", "worker cannot start");
+    ++calls[r.variant_id];
+    EvalResult e;
+    const gen::Config& c = r.config;
+    if (!std::filesystem::exists(r.cubin_path)) {
+      e.outcome = cache::Outcome::kCrash;
+      e.message = "no cubin file";
+      return e;
+    }
+    if (c.cluster == 4 && c.block_threads == 1024) {  // "does not fit"
+      e.outcome = cache::Outcome::kResourceLimit;
+      return e;
+    }
+    if (c.block_threads == 256 && c.radix_bits == 8 && !c.half_first) {
+      e.outcome = cache::Outcome::kWrongResult;
+      return e;
+    }
+    double t = 10 + std::abs(std::log2(c.block_threads / 1024.0)) + (c.radix_bits == 11 ? 0 : 2) +
+               (c.half_first ? 1 : 0) + std::abs(std::log2(std::max(c.cluster, 1) / 2.0)) +
+               (c.smem_buffer == 4096 ? 0 : 0.5) + (c.row_cache ? 0 : 0.7) + 0.1 * c.rounds;
+    // One config looks fastest on its first measurement only: noise that
+    // re-timing must see through.
+    if (r.variant_id == lucky && calls[r.variant_id] == 1) t = 1;
+    e.verified = true;
+    e.samples.median = e.samples.p10 = e.samples.p90 = e.samples.min = t;
+    e.samples.us = {t, t};
+    e.samples.launches = 20;
+    return e;
+  }
+  std::map<std::string, int> calls;
+  std::string lucky;
+  bool infra_error = false;
+};
+
+Problem Shape() {
+  Problem p;
+  p.dtype = DType::kF32;
+  p.batch = 64;
+  p.n = 32768;
+  p.k = 2048;
+  p.ranges = true;
+  return p;
+}
+
+cache::DeviceRecord Device() {
+  cache::DeviceRecord d;
+  d.fingerprint = "Fake GPU|sm_90|132sm|L2=1";
+  d.name = "Fake GPU";
+  d.cc_major = 9;
+  return d;
+}
+
+class TunerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto c = cache::Cache::Open(testing::TempPath("tuner.db"));
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    cache_ = std::move(*c);
+    ASSERT_TRUE(cache_->PutDevice(Device()).ok());
+    opt_.workdir = testing::TempPath("work");
+    opt_.compile_threads = 2;
+  }
+
+  StatusOr<ShapeSummary> Tune(const TuneOptions& o) {
+    Tuner t(cache_.get(), &compiler_, &eval_, Device(), gen::Arch::Sm90(), o);
+    return t.TuneShape(Shape(), 0, 1, nullptr);
+  }
+
+  // The best config of the landscape among those that do not fail.
+  gen::Config Best() const {
+    gen::Config best;
+    double bt = 1e30;
+    FakeEvaluator probe;
+    for (const gen::Config& c : gen::Enumerate(Shape(), gen::Arch::Sm90())) {
+      EvalRequest r;
+      r.config = c;
+      r.variant_id = c.Id();
+      r.cubin_path = "/proc/self/exe";  // exists
+      auto e = probe.Evaluate(r);
+      if (e->outcome == cache::Outcome::kOk && e->samples.median < bt) {
+        bt = e->samples.median;
+        best = c;
+      }
+    }
+    return best;
+  }
+
+  std::unique_ptr<cache::Cache> cache_;
+  FakeCompiler compiler_;
+  FakeEvaluator eval_;
+  TuneOptions opt_;
+};
+
+TEST_F(TunerTest, ExhaustiveMeasuresEveryVariantOnceAndPicksTheBest) {
+  opt_.strategy = "exhaustive";
+  auto s = Tune(opt_);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  const size_t space = gen::Enumerate(Shape(), gen::Arch::Sm90()).size();
+  EXPECT_EQ(static_cast<size_t>(s->space), space);
+  EXPECT_EQ(static_cast<size_t>(s->evaluated), space);
+  ASSERT_TRUE(s->has_winner);
+  EXPECT_EQ(s->winner_id, Best().Id());
+  EXPECT_GT(s->outcomes["resource_limit"], 0);
+  EXPECT_GT(s->outcomes["wrong_result"], 0);
+  auto ms = cache_->Measurements(Device().fingerprint, nullptr);
+  ASSERT_TRUE(ms.ok());
+  EXPECT_EQ(ms->size(), space);  // failures are recorded too
+  auto w = cache_->FindWinner(Device().fingerprint, Shape());
+  ASSERT_TRUE(w.ok() && w->has_value());
+  EXPECT_EQ((*w)->variant_id, Best().Id());
+  EXPECT_GT((*w)->default_us, (*w)->median_us);
+  // Kernels compile once each: far fewer compiles than variants.
+  EXPECT_LT(compiler_.compiles.load(), static_cast<int>(space) / 4);
+}
+
+TEST_F(TunerTest, FailedVariantsNeverWin) {
+  opt_.strategy = "exhaustive";
+  compiler_.fail_key = Best().KernelKey();  // the best config's kernel does not compile
+  auto s = Tune(opt_);
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE(s->has_winner);
+  EXPECT_NE(s->winner_id, Best().Id());
+  EXPECT_GT(s->outcomes["compile_error"], 0);
+  auto w = cache_->FindWinner(Device().fingerprint, Shape());
+  auto ms = cache_->Measurements(Device().fingerprint, nullptr);
+  for (const auto& m : *ms) {
+    if (m.variant_id == (*w)->variant_id) {
+      EXPECT_EQ(m.outcome, cache::Outcome::kOk);
+    }
+  }
+}
+
+TEST_F(TunerTest, ResumeSkipsFinishedVariants) {
+  opt_.strategy = "exhaustive";
+  opt_.max_candidates = 20;
+  auto first = Tune(opt_);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->evaluated, 20);
+  const auto calls_before = eval_.calls;
+  opt_.max_candidates = 30;
+  auto second = Tune(opt_);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->resumed, 20);
+  EXPECT_EQ(second->evaluated, 10);
+  // The resumed twenty were not evaluated again (only the final re-timing
+  // touches the best few).
+  int again = 0;
+  for (const auto& [id, n] : calls_before) again += eval_.calls[id] - n;
+  EXPECT_LE(again, opt_.retime_top);
+  // With nothing new to measure, a third run keeps the winner untouched.
+  const auto calls_mid = eval_.calls;
+  auto third = Tune(opt_);
+  ASSERT_TRUE(third.ok());
+  EXPECT_EQ(third->evaluated, 0);
+  EXPECT_EQ(third->winner_id, second->winner_id);
+  EXPECT_EQ(eval_.calls, calls_mid);
+}
+
+TEST_F(TunerTest, RetimingSeesThroughALuckySample) {
+  opt_.strategy = "exhaustive";
+  gen::Config lucky = Best();
+  lucky.row_cache = !lucky.row_cache;  // a worse config, fast only once
+  eval_.lucky = lucky.Id();
+  auto s = Tune(opt_);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(eval_.calls[lucky.Id()], 2);  // measured, then re-timed
+  EXPECT_EQ(s->winner_id, Best().Id());
+}
+
+TEST_F(TunerTest, BudgetedLocalSearchFindsTheMinimumWithoutTheWholeSpace) {
+  opt_.strategy = "budget";
+  opt_.budget_s = 1e9;
+  opt_.max_candidates = 150;
+  auto s = Tune(opt_);
+  ASSERT_TRUE(s.ok());
+  EXPECT_LT(static_cast<size_t>(s->evaluated), gen::Enumerate(Shape(), gen::Arch::Sm90()).size());
+  EXPECT_EQ(s->winner_id, Best().Id());
+}
+
+TEST_F(TunerTest, InjectedFaultsAreRecordedNotWinners) {
+  opt_.strategy = "exhaustive";
+  opt_.max_candidates = 5;
+  opt_.inject_faults = {"crash", "hang"};
+  auto s = Tune(opt_);
+  ASSERT_TRUE(s.ok());
+  auto ms = cache_->Measurements(Device().fingerprint, nullptr);
+  std::set<std::string> ids;
+  for (const auto& m : *ms) ids.insert(m.variant_id);
+  EXPECT_TRUE(ids.count("test_fault_crash"));
+  EXPECT_TRUE(ids.count("test_fault_hang"));
+  EXPECT_EQ(s->winner_id.rfind("radix_", 0), 0u);
+}
+
+TEST_F(TunerTest, EvaluatorInfrastructureErrorsStopTheShape) {
+  eval_.infra_error = true;
+  auto s = Tune(opt_);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), Code::kUnavailable);
+}
+
+TEST_F(TunerTest, RejectsUntunableShapes) {
+  Tuner t(cache_.get(), &compiler_, &eval_, Device(), gen::Arch::Sm90(), opt_);
+  Problem p = Shape();
+  p.k = 0;
+  EXPECT_EQ(t.TuneShape(p, 0, 1, nullptr).status().code(), Code::kInvalidArgument);
+  opt_.strategy = "simulated-annealing";
+  EXPECT_EQ(Tune(opt_).status().code(), Code::kInvalidArgument);
+}
+
+TEST(SearchTest, ExhaustiveProposesEveryIndexOnceDefaultFirst) {
+  auto s = MakeExhaustive(10, 7);
+  std::vector<int> seen;
+  for (int i = s->Next(); i >= 0; i = s->Next()) seen.push_back(i);
+  ASSERT_EQ(seen.size(), 10u);
+  EXPECT_EQ(seen[0], 7);
+  EXPECT_EQ(std::set<int>(seen.begin(), seen.end()).size(), 10u);
+}
+
+TEST(SearchTest, LocalSearchProposesEachOnceAndMovesTowardsBetterNeighbours) {
+  const auto space = gen::Enumerate(Shape(), gen::Arch::Sm90());
+  auto s = MakeLocalSearch(space, 0, 42);
+  std::set<int> seen;
+  int first_improvement_at = -1;
+  double best = 1e30;
+  for (int i = s->Next(), n = 0; i >= 0; i = s->Next(), ++n) {
+    EXPECT_TRUE(seen.insert(i).second) << "proposed twice: " << i;
+    const double cost = 1.0 + space[i].block_threads / 1024.0 + (space[i].cluster == 2 ? 0 : 1);
+    if (cost < best) {
+      best = cost;
+      first_improvement_at = n;
+    }
+    s->Report(i, cost);
+  }
+  EXPECT_EQ(seen.size(), space.size());
+  EXPECT_GE(first_improvement_at, 0);
+  EXPECT_DOUBLE_EQ(best, 1.0 + 256 / 1024.0);
+}
+
+TEST(SearchTest, KnobDistanceCountsDifferingKnobs) {
+  gen::Config a = gen::DefaultConfig(Shape(), gen::Arch::Sm90());
+  gen::Config b = a;
+  EXPECT_EQ(KnobDistance(a, b), 0);
+  b.block_threads = 1024;
+  EXPECT_EQ(KnobDistance(a, b), 1);
+  b.cluster = 8;
+  b.row_cache = !b.row_cache;
+  EXPECT_EQ(KnobDistance(a, b), 3);
+}
+
+}  // namespace
+}  // namespace topk::tuner
