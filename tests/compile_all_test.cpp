@@ -126,28 +126,32 @@ TEST(CompileAllTest, PrintsTheVariantSpaceOfThePresets) {
 }
 
 TEST(CompileAllTest, DefaultConfigurationsHaveNoSpills) {
-  std::vector<gen::KernelSource> srcs;
-  std::vector<std::string> what;
-  for (DType dt : {DType::kF32, DType::kF16, DType::kBF16})
-    for (int64_t n : {64LL, 256LL, 512LL, 4096LL, 32768LL, 131072LL, 524288LL}) {
-      Problem p;
-      p.dtype = dt;
-      p.batch = 64;
-      p.n = n;
-      p.k = std::min<int64_t>(n / 4, 2048);
-      const gen::Config c = gen::DefaultConfig(p, gen::Arch::Sm90());
-      srcs.push_back(gen::GenerateSource(c));
-      what.push_back(p.ToString() + " -> " + c.Id());
+  for (const char* arch_name : {"sm_90", "sm_80"}) {
+    auto arch = gen::Arch::FromName(arch_name);
+    ASSERT_TRUE(arch.ok());
+    std::vector<gen::KernelSource> srcs;
+    std::vector<std::string> what;
+    for (DType dt : {DType::kF32, DType::kF16, DType::kBF16})
+      for (int64_t n : {64LL, 256LL, 512LL, 4096LL, 32768LL, 131072LL, 524288LL}) {
+        Problem p;
+        p.dtype = dt;
+        p.batch = 64;
+        p.n = n;
+        p.k = std::min<int64_t>(n / 4, 2048);
+        const gen::Config c = gen::DefaultConfig(p, *arch);
+        srcs.push_back(gen::GenerateSource(c));
+        what.push_back(std::string(arch_name) + " " + p.ToString() + " -> " + c.Id());
+      }
+    auto store = jit::MakeDirectoryStore(CubinDir());
+    int f = 0;
+    const auto res = CompileMany(srcs, arch_name, std::string(arch_name) == "sm_90" ? store.get() : nullptr, &f);
+    EXPECT_EQ(f, 0);
+    for (size_t i = 0; i < res.size(); ++i) {
+      std::printf("default %-68s regs %3d stack %3d spill stores %d loads %d\n", what[i].c_str(),
+                  res[i].usage.registers, res[i].usage.stack_bytes, res[i].usage.spill_stores,
+                  res[i].usage.spill_loads);
+      EXPECT_FALSE(res[i].usage.spills()) << what[i];
     }
-  auto store = jit::MakeDirectoryStore(CubinDir());
-  int f = 0;
-  const auto res = CompileMany(srcs, "sm_90", store.get(), &f);
-  EXPECT_EQ(f, 0);
-  for (size_t i = 0; i < res.size(); ++i) {
-    std::printf("default %-60s regs %3d stack %3d spill stores %d loads %d\n", what[i].c_str(),
-                res[i].usage.registers, res[i].usage.stack_bytes, res[i].usage.spill_stores,
-                res[i].usage.spill_loads);
-    EXPECT_FALSE(res[i].usage.spills()) << what[i];
   }
 }
 

@@ -31,9 +31,11 @@ struct Policy {
   // cluster, the cluster-wide sum.
   static constexpr int kHistSmem = CLUSTER == 0 ? 0 : (2 + (CLUSTER > 1 ? 1 : 0)) * kBins * 4;
   // Warp mode runs many small CTAs per SM: cap registers at 64 per thread so
-  // that occupancy is not register-bound. One CTA per SM is the floor
-  // elsewhere (the row cache takes the shared memory anyway).
-  static constexpr int kMinBlocks = CLUSTER == 0 ? Max<1, 65536 / (BLOCK * 64)>::value : 1;
+  // that occupancy is not register-bound (96 for 16 items per lane, which
+  // spill at 64 on sm_80). One CTA per SM is the floor elsewhere (the row
+  // cache takes the shared memory anyway).
+  static constexpr int kMinBlocks =
+      CLUSTER == 0 ? Max<1, 65536 / (BLOCK * (ITEMS >= 16 ? 96 : 64))>::value : 1;
 
   static_assert(BLOCK % 32 == 0 && BLOCK >= 32 && BLOCK <= 1024, "block size");
   static_assert(CLUSTER == 0 || (RADIX >= 4 && RADIX <= 12), "radix width");
