@@ -1278,11 +1278,22 @@ StatusOr<std::unique_ptr<SqliteCache>> SqliteCache::OpenFile(const std::string& 
   // open. Where WAL is impossible (no shared memory, e.g. some network file
   // systems) SQLite keeps the rollback journal: slower, equally safe, so
   // that is not an error. synchronous stays FULL: every commit is durable.
-  {
+  //
+  // The switch needs the file to itself: when another process opens the same
+  // new file at the same moment it fails with SQLITE_BUSY at once (the busy
+  // handler does not cover it; seen in the two-process test). Retry for as
+  // long as a write would wait; once either process has switched, the mode
+  // is recorded in the file and the pragma succeeds for the other.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+  for (int attempt = 0;; ++attempt) {
     auto mode = Stmt::Prepare(cache->db(), "PRAGMA journal_mode = WAL");
     if (!mode.ok()) return with_path(mode.status());
     auto row = mode->Step();
-    if (!row.ok()) return with_path(row.status());
+    if (row.ok()) break;
+    const int code = sqlite3_extended_errcode(cache->db()) & 0xff;
+    if ((code != SQLITE_BUSY && code != SQLITE_LOCKED) || std::chrono::steady_clock::now() > deadline)
+      return with_path(row.status());
+    std::this_thread::sleep_for(std::chrono::milliseconds(1 << std::min(attempt, 5)));
   }
   return cache;
 }
