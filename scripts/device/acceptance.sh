@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The end-to-end acceptance runs of the issues, on a GPU machine, from a
-# carried build-device/ tree. Logs go to $LOGS and are packed into
-# $OUT/logs.tgz; the tuning cache to $OUT/dsa.db (carry it back into
-# .device-state/ for later stages).
+# build-device/ tree built elsewhere (scripts/build-device-bundle.sh). Logs
+# go to $LOGS and are packed into $OUT/logs.tgz; the tuning cache stays in
+# .device-state/ for later stages and is copied to $OUT/dsa.db.
 #   scripts/device/acceptance.sh STAGE...
 # Stages: tune resume kill targets verify compare report bench python gpu-tests
 set -uo pipefail

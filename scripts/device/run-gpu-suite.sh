@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the GPU tests and benchmarks from a carried build-device/ tree and
+# Runs the GPU tests and benchmarks from a build-device/ tree built elsewhere and
 # writes the logs under $OUT (summary.txt plus logs.tgz). Builds nothing.
 #   scripts/device/run-gpu-suite.sh [stage ...]   (default: every stage)
 set -uo pipefail
