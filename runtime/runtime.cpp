@@ -1,7 +1,6 @@
 // The library behind include/topk/topk.hpp.
 #include <chrono>
 #include <cstdint>
-#include <map>
 #include <mutex>
 
 #include "cache/cache.hpp"
@@ -85,11 +84,13 @@ class LibraryImpl final : public Library {
       }
     }
     lib->compiler_ = jit::MakeNvrtcCompiler();
-    if (lib->cache_ && o.write_back) lib->store_ = jit::MakeCacheStore(lib->cache_.get());
+    // With write_back off the cache is opened read-only: it still serves its
+    // binaries, and the store's write-back of new compiles fails quietly
+    // (KernelStore treats that write as best effort).
+    if (lib->cache_) lib->store_ = jit::MakeCacheStore(lib->cache_.get());
     jit::CompileOptions co;
     co.arch = lib->info_.ArchName();
     lib->kernels_ = std::make_unique<jit::KernelStore>(lib->compiler_.get(), lib->store_.get(), co);
-    if (lib->cache_ && !o.write_back) lib->read_only_store_ = jit::MakeCacheStore(lib->cache_.get());
     return std::unique_ptr<Library>(std::move(lib));
   }
 
@@ -132,35 +133,16 @@ class LibraryImpl final : public Library {
  private:
   StatusOr<jit::PreparedVariant> Prepare(const gen::Config& c, const Problem& p, bool* from_cache) {
     bool topk_cached = false, sort_cached = true;
-    auto fn = Function(gen::GenerateSource(c), &topk_cached);
+    auto fn = kernels_->Function(gen::GenerateSource(c), &topk_cached);
     if (!fn.ok()) return fn.status();
     CUfunction sort = nullptr;
     if (p.sorted) {
-      auto s = Function(gen::SortSource(p.dtype), &sort_cached);
+      auto s = kernels_->Function(gen::SortSource(p.dtype), &sort_cached);
       if (!s.ok()) return s.status();
       sort = *s;
     }
     *from_cache = topk_cached && sort_cached;
     return jit::PreparedVariant::Make(c, p, arch_, *fn, sort);
-  }
-
-  // A read-only cache still serves its binaries; only the writes are off.
-  StatusOr<CUfunction> Function(const gen::KernelSource& src, bool* from_cache) {
-    if (read_only_store_) {
-      auto found = read_only_store_->Find(src.hash, info_.ArchName(), kernels_->options().Key(), compiler_->Version());
-      if (found.ok() && found->has_value()) {
-        auto it = ro_modules_.find(src.hash);
-        if (it == ro_modules_.end()) {
-          auto m = jit::Module::Load((*found)->cubin, (*found)->lowered_name);
-          if (m.ok()) it = ro_modules_.emplace(src.hash, std::move(*m)).first;
-        }
-        if (it != ro_modules_.end()) {
-          *from_cache = true;
-          return it->second->function();
-        }
-      }
-    }
-    return kernels_->Function(src, from_cache);
   }
 
   Options options_;
@@ -173,8 +155,6 @@ class LibraryImpl final : public Library {
   std::string description_;
   std::unique_ptr<jit::Compiler> compiler_;
   std::unique_ptr<jit::BinaryStore> store_;
-  std::unique_ptr<jit::BinaryStore> read_only_store_;
-  std::map<std::string, std::unique_ptr<jit::Module>> ro_modules_;
   std::unique_ptr<jit::KernelStore> kernels_;
   std::mutex mu_;
 };
