@@ -278,6 +278,15 @@ Status CheckFits(CUfunction f, const LaunchShape& s) {
                         " B shared memory does not fit on one SM");
     return Status::Ok();
   }
+  TOPK_ASSIGN_OR_RETURN(const int clusters, ResidentClusters(f, s));
+  if (clusters < 1)
+    return Status(Code::kResourceExhausted, "cuOccupancyMaxActiveClusters",
+                  "a cluster of " + std::to_string(s.cluster) + " x " + std::to_string(s.block) + " threads with " +
+                      std::to_string(s.smem_bytes) + " B shared memory each does not fit on the device");
+  return Status::Ok();
+}
+
+StatusOr<int> ResidentClusters(CUfunction f, const LaunchShape& s) {
   CUlaunchConfig cfg = {};
   cfg.gridDimX = s.cluster;
   cfg.gridDimY = cfg.gridDimZ = 1;
@@ -293,11 +302,7 @@ Status CheckFits(CUfunction f, const LaunchShape& s) {
   cfg.numAttrs = 1;
   int clusters = 0;
   TOPK_CU(cuOccupancyMaxActiveClusters, &clusters, f, &cfg);
-  if (clusters < 1)
-    return Status(Code::kResourceExhausted, "cuOccupancyMaxActiveClusters",
-                  "a cluster of " + std::to_string(s.cluster) + " x " + std::to_string(s.block) + " threads with " +
-                      std::to_string(s.smem_bytes) + " B shared memory each does not fit on the device");
-  return Status::Ok();
+  return clusters;
 }
 
 Status Launch(CUfunction f, const LaunchShape& s, void* params, size_t params_size, CUstream stream) {

@@ -118,6 +118,10 @@ Status PrepareFunction(CUfunction f, const LaunchShape& s, int max_smem_optin);
 // Whether at least one cluster (or CTA) of this shape fits on the device.
 Status CheckFits(CUfunction f, const LaunchShape& s);
 
+// How many clusters of launch shape `s` (s.cluster >= 2) can be co-resident
+// on the device (cuOccupancyMaxActiveClusters).
+StatusOr<int> ResidentClusters(CUfunction f, const LaunchShape& s);
+
 // Launches `f` with one by-value parameter block (TopkArgs or SortArgs).
 Status Launch(CUfunction f, const LaunchShape& s, void* params, size_t params_size, CUstream stream);
 

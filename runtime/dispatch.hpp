@@ -1,9 +1,11 @@
 // Which variant serves a problem: the tuned winner for exactly this problem,
-// else the winner of the nearest tuned shape (in log n, log k, log batch)
+// else the winner of the nearest tuned shape (in log n, log k/n, log batch)
 // with the same dtype and flags, else the built-in default. Pure logic over
 // the cache: tested without a GPU.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,7 @@ struct DispatchDecision {
   std::string tuned_shape;       // ProblemKey of the winner used
   std::string tuned_device;      // its device fingerprint
   double tuned_median_us = 0;
+  int64_t tuned_batch = 0;       // batch of the tuned shape used
   double distance = 0;           // nearest: log-space distance to the tuned shape
 };
 
@@ -31,7 +34,18 @@ DispatchDecision Decide(const cache::Cache* cache, const std::string& device_fin
                         const std::vector<std::string>& same_arch_devices, bool allow_same_arch, const Problem& p,
                         const gen::Arch& arch);
 
-// Log-space distance between two shapes (same dtype and flags assumed).
+// Log-space distance between two shapes (same dtype and flags assumed): in
+// n, in the selected fraction k / n, and (weighted by half) in batch.
 double ShapeDistance(const Problem& a, const Problem& b);
+
+// The cluster size a nearest-shape winner should launch with for `batch`
+// rows, when it was tuned for `tuned_batch` rows with `cluster` CTAs per row
+// (cluster size is a launch argument of one compiled kernel). `resident(c)`
+// is how many clusters of size c are co-resident on the device (0: unknown).
+// The size is halved (not below 2) while this batch has more rows than fit
+// in one wave of clusters but the tuned batch did fit: two waves cost about
+// twice the time (measured: 16 x 65536 ran at 66% of its own winner's speed
+// with the 8 x 65536 winner's 8-CTA clusters).
+int FitClusterToBatch(int cluster, int64_t batch, int64_t tuned_batch, const std::function<int(int)>& resident);
 
 }  // namespace topk::runtime

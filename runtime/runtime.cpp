@@ -118,6 +118,7 @@ class LibraryImpl final : public Library {
       }
       if (!made.ok()) return made.status();
       v = std::move(*made);
+      if (d.source == DispatchSource::kNearest) FitCluster(p, &d, &v, &info.binary_from_cache);
     }
     info.source = d.source;
     info.variant_id = d.config.Id();
@@ -131,6 +132,34 @@ class LibraryImpl final : public Library {
   const std::string& device_description() const override { return description_; }
 
  private:
+  // A nearest-shape winner with clusters, stretched over more rows than it
+  // was tuned for, gets a smaller cluster when its clusters would no longer
+  // be co-resident (runtime::FitClusterToBatch). The cluster size is a launch
+  // argument: the compiled kernel stays the same. Best effort: on any
+  // failure the plan keeps the winner's size.
+  void FitCluster(const Problem& p, runtime::DispatchDecision* d, jit::PreparedVariant* v, bool* from_cache) {
+    if (d->config.cluster < 2 || p.batch <= d->tuned_batch) return;
+    bool cached = false;
+    auto fn = kernels_->Function(gen::GenerateSource(d->config), &cached);
+    if (!fn.ok()) return;
+    const int fitted = runtime::FitClusterToBatch(d->config.cluster, p.batch, d->tuned_batch, [&](int c) {
+      gen::Config t = d->config;
+      t.cluster = c;
+      TopkArgs args = {};
+      auto n = jit::ResidentClusters(*fn, jit::ComputeLaunch(t, p, p.batch, arch_, &args, -1));
+      return n.ok() ? *n : 0;
+    });
+    if (fitted == d->config.cluster) return;
+    gen::Config t = d->config;
+    t.cluster = fitted;
+    bool fc = false;
+    auto made = Prepare(t, p, &fc);
+    if (!made.ok()) return;
+    *v = std::move(*made);
+    *from_cache = fc;
+    d->config = t;
+  }
+
   StatusOr<jit::PreparedVariant> Prepare(const gen::Config& c, const Problem& p, bool* from_cache) {
     bool topk_cached = false, sort_cached = true;
     auto fn = kernels_->Function(gen::GenerateSource(c), &topk_cached);

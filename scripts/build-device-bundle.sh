@@ -11,7 +11,7 @@ B=build-device
 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DTOPK_BUILD_BENCH=ON >/dev/null
 targets=(gpu_kernels_test topk-tune-worker topk-probe topk)
 help=$(cmake --build "$B" --target help)  # not piped into grep -q: pipefail + SIGPIPE
-for t in topk-tune topk-bench gpu_tuner_test gpu_runtime_test gpu_c_api_test; do
+for t in topk-tune topk-bench topk-runtime-cost gpu_tuner_test gpu_runtime_test gpu_c_api_test; do
   if grep -qx "\.\.\. $t" <<<"$help"; then targets+=("$t"); fi
 done
 cmake --build "$B" -j"$(nproc)" --target "${targets[@]}"

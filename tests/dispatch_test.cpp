@@ -151,5 +151,33 @@ TEST_F(DispatchTest, ShapeDistanceIsSymmetricAndZeroOnlyForEqualShapes) {
   EXPECT_GT(ShapeDistance(a, b), 0);
 }
 
+TEST_F(DispatchTest, NearestPrefersTheSameSelectedFraction) {
+  // k / n sets where the threshold falls: 32 x 16384 k512 (1/32) takes the
+  // winner at 64 x 32768 k1024 (1/32), not the one at the same k (1/64).
+  Win(kHere, Dsa(64, 32768, 512), Cfg(1024, 2, 1024), 15.3);
+  Win(kHere, Dsa(64, 32768, 1024), Cfg(512, 2, 1024), 18.0);
+  const DispatchDecision d = Decide(cache_.get(), kHere, {}, false, Dsa(32, 16384, 512), arch_);
+  ASSERT_EQ(d.source, DispatchSource::kNearest);
+  EXPECT_EQ(d.tuned_shape, cache::ProblemKey(Dsa(64, 32768, 1024)));
+  EXPECT_EQ(d.config, Cfg(512, 2, 1024));
+  EXPECT_EQ(d.tuned_batch, 64);
+  // Scaling n and k together keeps the fraction: only the n term remains.
+  EXPECT_DOUBLE_EQ(ShapeDistance(Dsa(8, 16384, 512), Dsa(8, 65536, 2048)), 2.0);
+  EXPECT_DOUBLE_EQ(ShapeDistance(Dsa(8, 16384, 512), Dsa(8, 16384, 2048)), 2.0);
+}
+
+TEST(FitClusterToBatch, HalvesOnlyWhenTheTunedBatchFitAndThisOneDoesNot) {
+  // A device where 14 clusters of 8, 30 of 4 and 64 of 2 are co-resident.
+  auto resident = [](int c) { return c == 16 ? 6 : c == 8 ? 14 : c == 4 ? 30 : c == 2 ? 64 : 0; };
+  EXPECT_EQ(FitClusterToBatch(8, 16, 8, resident), 4);     // 16 > 14, and 8 fit
+  EXPECT_EQ(FitClusterToBatch(16, 40, 4, resident), 2);    // 40 > 30: down to 2
+  EXPECT_EQ(FitClusterToBatch(16, 100, 4, resident), 2);   // never below 2
+  EXPECT_EQ(FitClusterToBatch(16, 2, 1, resident), 16);    // fits: unchanged
+  EXPECT_EQ(FitClusterToBatch(8, 8, 16, resident), 8);     // fewer rows than tuned
+  EXPECT_EQ(FitClusterToBatch(8, 64, 32, resident), 8);    // the tuned batch did not fit either
+  EXPECT_EQ(FitClusterToBatch(8, 16, 8, [](int) { return 0; }), 8);  // unknown occupancy
+  EXPECT_EQ(FitClusterToBatch(1, 500, 8, resident), 1);    // one CTA per row: nothing to fit
+}
+
 }  // namespace
 }  // namespace topk::runtime

@@ -110,6 +110,50 @@ class ApiTest(unittest.TestCase):
         self.assertTrue(same_values(x, outs[0], 256))
         self.assertTrue(torch.equal(outs[1], torch.gather(x, 1, outs[0].long())))
 
+    def test_graph_replay_matches_eager_runs(self):
+        # One graph holding a warp-per-row, a CTA-per-row and a cluster-per-row
+        # plan (with ranges and values), replayed on fresh inputs copied into
+        # the captured tensors: each replay's outputs equal an eager run's.
+        shapes = [("f32", 512, 256, 8, False), ("bf16", 24, 40000, 700, True), ("f32", 1, 300000, 2048, True)]
+        cases = []
+        for dt, b, n, k, ranges in shapes:
+            plan = self.lib.plan(dt, b, n, k, ranges=ranges, values=True)
+            x = torch.randn(b, n, device="cuda").to(getattr(torch, {"f32": "float32", "bf16": "bfloat16"}[dt]))
+            rg = None
+            if ranges:
+                lo = torch.randint(0, n // 4, (b,), device="cuda", dtype=torch.int32)
+                rg = torch.stack([lo, torch.full_like(lo, n)], dim=1).contiguous()
+            cases.append((plan, x, rg, plan.allocate_outputs(), k))
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for plan, x, rg, outs, _ in cases:
+                plan.run_into(x, outs, ranges=rg)
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            for plan, x, rg, outs, _ in cases:
+                plan.run_into(x, outs, ranges=rg)
+        for trial in range(5):
+            for _, x, _, _, _ in cases:
+                x.copy_(torch.randn(x.shape, device="cuda").to(x.dtype))
+            g.replay()
+            torch.cuda.synchronize()
+            for plan, x, rg, outs, k in cases:
+                idx, vals = plan(x, ranges=rg)
+                with self.subTest(trial=trial, plan=plan.variant):
+                    # Same values as the eager run; indices too where there
+                    # are no ties (bf16 rows have many, and either is right).
+                    self.assertTrue(torch.equal(outs[1].float().sort(dim=-1).values,
+                                                vals.float().sort(dim=-1).values))
+                    self.assertTrue(torch.equal(outs[1], torch.gather(x, 1, outs[0].long())))
+                    if x.dtype == torch.float32:
+                        self.assertTrue(torch.equal(outs[0].sort(dim=-1).values, idx.sort(dim=-1).values))
+                    if rg is None:
+                        self.assertTrue(same_values(x, outs[0], k))
+                    else:
+                        self.assertTrue((outs[0] >= rg[:, :1]).all())
+
     def test_side_stream(self):
         x = torch.randn(32, 20000, device="cuda")
         plan = self.lib.plan("f32", 32, 20000, 500)

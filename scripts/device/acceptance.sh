@@ -5,6 +5,7 @@
 # .device-state/ for later stages and is copied to $OUT/dsa.db.
 #   scripts/device/acceptance.sh STAGE...
 # Stages: tune resume kill targets verify compare report bench python gpu-tests
+#         nearest (after kill: its resumed cache is the tuned grid) adversarial cost api
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 B=${TOPK_BUNDLE:-build-device}
@@ -16,6 +17,7 @@ export TOPK_WORKER="$PWD/$B/bin/topk-tune-worker" TOPK_LIBRARY="$PWD/$B/lib/libt
 export TOPK_TEST_TMP=/tmp/topk-tests TOPK_BIN_DIR="$PWD/$B/bin"
 T="$PWD/$B/bin/topk-tune"
 DB="$PWD/.device-state/dsa.db"
+GRID=${GRID:-/tmp/kill.db}  # the kill stage's cache: the dsa preset, tuned after five kills
 SUMMARY="$OUT/summary.txt"
 touch "$SUMMARY"
 
@@ -30,6 +32,9 @@ run() {  # run NAME TIMEOUT CMD...: output to $LOGS/NAME.log, its tail to the su
   tail -n "${TAIL:-25}" "$LOGS/$name.log" | cut -c1-220 >>"$SUMMARY"
   return $rc
 }
+# The measurement keys of a cache, one per line, sorted (no line at all when
+# there are none: an empty line would count as a measurement).
+keys() { sql "$1" "SELECT device||'|'||variant_id||'|'||problem_key||'|'||input_dist||'|'||l2_mode FROM measurements" | sed '/^$/d' | sort; }
 sql() { python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print('\n'.join('|'.join(map(str,r)) for r in c.execute(sys.argv[2])))" "$@"; }
 
 for stage in "$@"; do
@@ -45,24 +50,22 @@ for stage in "$@"; do
       run resume 600 "$T" tune --preset dsa --budget "${BUDGET:-15}" --db "$DB"
       log "measurements (count|max id) before: $before after: $(sql "$DB" "SELECT COUNT(*), MAX(id) FROM measurements")" ;;
     kill)  # SIGKILL a dsa tune at random moments five times, resume each time
-      K=/tmp/kill.db
+      K=$GRID
       rm -f $K $K-wal $K-shm /tmp/kill-keys-*
       for i in 1 2 3 4 5; do
-        "$T" tune --preset dsa --budget 3 --db $K >"$LOGS/kill-$i.log" 2>&1 &
+        "$T" tune --preset dsa --budget "${KILL_BUDGET:-3}" --db $K >"$LOGS/kill-$i.log" 2>&1 &
         pid=$!
-        s=$((RANDOM % 12 + 4))
+        s=$((RANDOM % 20 + 6))
         sleep $s
         kill -9 $pid 2>/dev/null
         wait $pid 2>/dev/null
         pkill -9 -f topk-tune-worker 2>/dev/null
         sleep 1
-        sql $K "SELECT device||'|'||variant_id||'|'||problem_key||'|'||input_dist||'|'||l2_mode FROM measurements" |
-          sort >/tmp/kill-keys-$i
+        keys $K >/tmp/kill-keys-$i
         log "kill $i after ${s}s: integrity=$(sql $K 'PRAGMA integrity_check') measurements=$(wc -l </tmp/kill-keys-$i)"
       done
-      run kill-final 600 "$T" tune --preset dsa --budget 3 --db $K
-      sql $K "SELECT device||'|'||variant_id||'|'||problem_key||'|'||input_dist||'|'||l2_mode FROM measurements" |
-        sort >/tmp/kill-keys-final
+      run kill-final 600 "$T" tune --preset dsa --budget "${KILL_BUDGET:-3}" --db $K
+      keys $K >/tmp/kill-keys-final
       lost=0
       for i in 1 2 3 4 5; do
         lost=$((lost + $(comm -23 /tmp/kill-keys-$i /tmp/kill-keys-final | wc -l)))
@@ -102,6 +105,32 @@ for stage in "$@"; do
         "$B/bin/gpu_kernels_test" --gtest_filter='*F32*:*BF16*'
       TOPK_TEST_SUBSET=sanitizer TAIL=6 run racecheck 300 compute-sanitizer --tool racecheck --racecheck-report hazard \
         --error-exitcode 9 "$B/bin/gpu_kernels_test" --gtest_filter='*F32*' ;;
+    nearest)  # ten untuned shapes: nearest dispatch from the grid against tuning each shape
+      E=/tmp/exact.db
+      rm -f $E $E-wal $E-shm
+      # shellcheck disable=SC2046
+      TAIL=6 run nearest-tune 400 "$T" tune --db $E --l2 hot --budget "${KILL_BUDGET:-3}" \
+        $(python3 bench/nearest_vs_tuned.py --print-shapes)
+      TAIL=16 run nearest 300 python3 bench/nearest_vs_tuned.py --grid-db "$GRID" --exact-db $E \
+        --json "$LOGS/nearest.json" ;;
+    adversarial)  # the issue-6 shapes' winners on all-equal, few-distinct and tied data
+      # ADV_DB: an existing cache with the eight shapes (the targets stage's); else they are tuned here.
+      A=${ADV_DB:-/tmp/adversarial.db}
+      if [[ -z "${ADV_DB:-}" ]]; then
+        rm -f $A $A-wal $A-shm
+        TAIL=6 run adversarial-tune-dsa 300 "$T" tune --db $A --l2 hot --budget "${KILL_BUDGET:-3}" \
+          --shape f32:64x32768:2048:ranges --shape f32:1x131072:2048:ranges --shape f32:1x524288:2048:ranges \
+          --shape f32:128x131072:2048:ranges
+        TAIL=6 run adversarial-tune-sampling 300 "$T" tune --db $A --l2 rotate --dist logits --budget "${KILL_BUDGET:-3}" \
+          --shape bf16:128x201088:64:values --shape f32:256x128256:1024:values
+        TAIL=6 run adversarial-tune-moe 300 "$T" tune --db $A --l2 rotate --budget "${KILL_BUDGET:-3}" \
+          --shape f32:4096x256:8 --shape bf16:16384x256:8
+      fi
+      TAIL=14 run adversarial 300 python3 bench/adversarial.py --db $A --json "$LOGS/adversarial.json" ;;
+    cost)  # host cost of MakePlan and Plan::Run
+      TAIL=20 run cost 300 "$B/bin/topk-runtime-cost" --dir /tmp ;;
+    api)  # the Python API on the GPU: graph capture and replay, streams, threads
+      TOPK_TUNE_DB="$GRID" TAIL=12 run api 300 python3 python/tests/gpu_test_api.py -v ;;
     *) log "unknown stage $stage" ;;
   esac
 done

@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Speed on adversarial inputs against normal data of the same shape (issue:
+a winner at most 3x slower on all-equal rows or few distinct values).
+
+For the issue-6 shapes (bench/compare_torch.py's list) the runtime plans each
+shape once from --db and times the same plan on normal data (logits-like for
+the sampling shapes), on all-equal rows, on rows of 7 distinct values and on
+rows where the k-th value is tied many times; every output is checked against
+torch.topk first. Timing as in compare_torch.py (CUDA-graph replays, median).
+
+  python3 bench/adversarial.py --db tuning.db [--json out.json]
+Exit status 1 when an output is wrong; the 3x criterion is reported.
+"""
+import argparse
+import json
+import os
+import sys
+
+import torch
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, here)
+sys.path.insert(0, os.path.join(here, "..", "python"))
+import topk_tune  # noqa: E402
+from compare_torch import DT, SHAPES, copies_for, time_graph  # noqa: E402
+
+DISTS = ["normal", "all_equal", "few_distinct", "ties_at_k"]
+
+
+def make(dist, b, n, dtype, seed, logits):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    if dist == "normal":
+        x = torch.randn(b, n, device="cuda", generator=g) * (2 if logits else 1)
+    elif dist == "all_equal":
+        x = torch.full((b, n), 0.5, device="cuda")
+    elif dist == "few_distinct":
+        x = torch.randint(-3, 4, (b, n), device="cuda", generator=g).float()
+    else:  # ties_at_k: values on a grid of 1/8, so the k-th value repeats
+        x = torch.round(torch.randn(b, n, device="cuda", generator=g) * 8) / 8
+    return x.to(DT[dtype])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--db", default=os.environ.get("TOPK_TUNE_DB", ""))
+    ap.add_argument("--json", default="")
+    ap.add_argument("--reps", type=int, default=30)
+    args = ap.parse_args()
+    lib = topk_tune.Library(cache_path=args.db or None, write_back=False)
+    print(f"device: {torch.cuda.get_device_name(0)}")
+    rows, bad = [], 0
+    for name, dt, b, n, k, ranges, values, l2, _ in SHAPES:
+        plan = lib.plan(dtype=dt, batch=b, n=n, k=k, ranges=ranges, values=values)
+        rg = torch.tensor([[0, n]] * b, dtype=torch.int32, device="cuda") if ranges else None
+        nbytes = b * n * torch.tensor([], dtype=DT[dt]).element_size()
+        ncopies = copies_for(nbytes, l2)
+        per_graph = 20 if l2 == "hot" else ncopies
+        row = {"shape": f"{dt}:{b}x{n}:{k}", "variant": plan.variant, "dispatch": plan.dispatch}
+        for dist in DISTS:
+            xs = [make(dist, b, n, dt, 100 + i, name == "sampling") for i in range(ncopies)]
+            out = plan(xs[0], ranges=rg)
+            idx = out[0] if values else out
+            got = torch.gather(xs[0].float(), 1, idx.long()).sort(dim=-1).values
+            ref = torch.topk(xs[0].float(), k, dim=-1).values.sort(dim=-1).values
+            if not torch.equal(got, ref):
+                bad += 1
+                print(f"FAIL {row['shape']} {dist}: wrong values", file=sys.stderr)
+            outs = plan.allocate_outputs()
+            fns = [(lambda x=xs[i % ncopies]: plan.run_into(x, outs, ranges=rg)) for i in range(per_graph)]
+            row[dist] = time_graph(fns, args.reps)[0]
+            del xs
+            torch.cuda.empty_cache()
+        rows.append(row)
+    print("\n| shape | normal | all equal | 7 distinct | ties at k | worst / normal | variant (dispatch) |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    worst_all = 0.0
+    for r in rows:
+        worst = max(r[d] for d in DISTS[1:]) / r["normal"]
+        worst_all = max(worst_all, worst)
+        r["worst_ratio"] = worst
+        print(f"| {r['shape']} | {r['normal']:.2f} us | {r['all_equal']:.2f} us | {r['few_distinct']:.2f} us "
+              f"| {r['ties_at_k']:.2f} us | {worst:.2f}x | {r['variant']} ({r['dispatch']}) |")
+    print(f"\nworst adversarial / normal: {worst_all:.2f}x (criterion: at most 3x); {bad} wrong outputs")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(0), "rows": rows}, f, indent=1)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
