@@ -3,7 +3,8 @@
 //
 // TOPK_TEST_SUBSET=sanitizer runs a small representative subset (CTA,
 // clusters of 2 and 8, warp mode, the fp16-rounded first pass, partial row
-// cache, buffer overflow, ranking) for compute-sanitizer.
+// cache, buffer overflow, ranking) for compute-sanitizer; TOPK_TEST_SUBSET=warp
+// runs only the warp-per-row kernels.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -83,6 +84,16 @@ std::vector<CaseSpec> WarpCases(int items) {
       {64, m, 8, Dist::kFewDistinct, true, true, true},
       {9, m, 8, Dist::kNormal, true, false, true, true},
       {33, m - 7, 3, Dist::kUniform, false, true, false},
+      // Whole rows (the vector-load path) at the tournament's edges: k = 16
+      // on all-equal rows, k = 17 (the bit search), the winners all in the
+      // last lane (sorted) or the first (reversed), NaNs ranked last with
+      // short random ranges (a threshold of key 0).
+      {37, m, 16, Dist::kAllEqual, false, false, true},
+      {37, m, 17, Dist::kFewDistinct, true, false, true},
+      {37, m, 8, Dist::kSorted},
+      {37, m, 12, Dist::kReversed, false},
+      {41, m, 16, Dist::kSpecial, false, true, true},
+      {41, m, 2, Dist::kSpecial, false, true},
   };
 }
 
@@ -122,8 +133,11 @@ class GpuKernelsTest : public ::testing::Test {
     jit::CompileOptions o;
     o.arch = info_.ArchName();
     kernels_ = std::make_unique<jit::KernelStore>(compiler_.get(), store_.get(), o);
+    // "sanitizer": a small representative subset; "warp": every warp-per-row
+    // kernel and nothing else (kernel work on the short-row path).
     const char* subset = std::getenv("TOPK_TEST_SUBSET");
     subset_ = subset && std::string(subset) == "sanitizer";
+    warp_only_ = subset && std::string(subset) == "warp";
   }
 
   // Compiles every source on all cores first (the GPU then only runs).
@@ -233,6 +247,12 @@ class GpuKernelsTest : public ::testing::Test {
       }
       kernels = keep;
     }
+    if (warp_only_) {
+      std::vector<Config> keep;
+      for (const Config& c : kernels)
+        if (c.warp_mode()) keep.push_back(c);
+      kernels = keep;
+    }
     std::vector<gen::KernelSource> srcs;
     for (const Config& c : kernels) srcs.push_back(gen::GenerateSource(c));
     srcs.push_back(gen::SortSource(dt));
@@ -265,6 +285,7 @@ class GpuKernelsTest : public ::testing::Test {
   std::unique_ptr<jit::BinaryStore> store_;
   std::unique_ptr<jit::KernelStore> kernels_;
   bool subset_ = false;
+  bool warp_only_ = false;
 };
 
 TEST_F(GpuKernelsTest, EveryF32VariantIsExact) { RunDtype(DType::kF32); }

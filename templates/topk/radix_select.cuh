@@ -21,7 +21,8 @@
 // needed, ranks the candidates directly once they are few (after `rounds`
 // refinement passes, when at most TOPK_RANK_CAP remain), and at the last digit
 // takes the still-needed ties in any order from a separate counter, so the
-// output never exceeds k.
+// output never exceeds k; when only ties are left, that last scan stops as
+// soon as they are taken.
 #pragma once
 #include "topk/args.h"
 #include "topk/block_scan.cuh"
@@ -107,6 +108,7 @@ struct RowSelect {
   // other first-digit bins, so later scans test the full prefix
   // (buffer_all_match false).
   bool spec;
+  bool ties_only;  // the last scan has only ties left to take: it may stop once they are
   bool buffer_all_match;
   u32 spec_bin;
 
@@ -331,6 +333,9 @@ struct RowSelect {
     }
   }
 
+  // Whether the still-needed ties are all taken (the leader's counter).
+  __device__ __forceinline__ bool ties_taken() const { return Cl::load(Cl::map(&ctl->tie, 0)) >= need; }
+
   // Visits slice elements from global memory: the body vectors [v0, v1)
   // and, on request, the head and the tail elements (outside the
   // 16-byte-aligned body; through warp 0, one per lane). F(raw[N], col[N],
@@ -359,6 +364,7 @@ struct RowSelect {
     }
     const uint4* body = reinterpret_cast<const uint4*>(row + s0 + head);
     for (int base = v0 + warp * 32; base < v1; base += T * kUnroll) {
+      if (ties_only && ties_taken()) break;  // warp-uniform: one shared load for all lanes
       uint4 q[kUnroll];
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
@@ -420,6 +426,7 @@ struct RowSelect {
       const int W = (shift + cache_len + V - 1) / V;
       const uint4* cv = reinterpret_cast<const uint4*>(cache);
       for (int base = (threadIdx.x >> 5) * 32; base < W; base += T) {
+        if (ties_only && ties_taken()) return;
         const int w = base + lane_id();
         u32 key[V], col[V];
         u32 valid = 0;
@@ -595,6 +602,7 @@ struct RowSelect {
     gather = false;
     solo = false;
     spec = false;
+    ties_only = false;
     buffer_all_match = true;
     spec_bin = 0;
     bool buffered = false;
@@ -688,7 +696,11 @@ struct RowSelect {
         break;
       }
       if (last) {
+        // With nothing above the threshold left to write (all-equal rows, few
+        // distinct values), the scan ends once the ties are taken instead of
+        // reading the rest of the row.
         action = kTies;
+        ties_only = thr.above == 0;
         scan<false>(buffered);
         break;
       }
