@@ -69,6 +69,7 @@ DispatchDecision Decide(const cache::Cache* cache, const std::string& device_fin
     auto like = cache->WinnersLike(devs, p);
     if (!like.ok()) continue;
     double best = std::numeric_limits<double>::infinity();
+    int64_t best_work = 0;
     for (const cache::Winner& w : *like) {
       // A warp-mode winner holds its tuned row length in registers; a
       // shorter row wastes them (measured: 4096x64 ran at half the speed of
@@ -77,9 +78,15 @@ DispatchDecision Decide(const cache::Cache* cache, const std::string& device_fin
       cache::Winner adapted = w;
       if (adapted.config.warp_mode()) adapted.config.items = gen::WarpItems(p.n);
       if (!Fits(adapted, p, arch)) continue;
+      // Equally near (a shape halfway between two tuned ones in log space):
+      // the smaller tuned problem. Measured once: 64 x 8192 k1024 ran at 85%
+      // of its own winner's speed with the 64 x 16384 k2048 winner (2-CTA
+      // clusters), where its own winner and 64 x 4096 k512's use one CTA.
       const double dist = ShapeDistance(w.problem, p);
-      if (dist < best) {
+      const int64_t work = w.problem.batch * w.problem.n;
+      if (dist < best - 1e-9 || (dist <= best + 1e-9 && work < best_work)) {
         best = dist;
+        best_work = work;
         out.source = DispatchSource::kNearest;
         out.config = adapted.config;
         out.tuned_shape = cache::ProblemKey(w.problem);

@@ -166,6 +166,18 @@ TEST_F(DispatchTest, NearestPrefersTheSameSelectedFraction) {
   EXPECT_DOUBLE_EQ(ShapeDistance(Dsa(8, 16384, 512), Dsa(8, 16384, 2048)), 2.0);
 }
 
+TEST_F(DispatchTest, EquallyNearShapesGoToTheSmallerTunedProblem) {
+  // 64 x 8192 k1024 sits halfway between 64 x 4096 k512 and 64 x 16384 k2048
+  // (same fraction, n a factor of 2 either way), in either insertion order.
+  Win(kHere, Dsa(64, 16384, 2048), Cfg(1024, 2, 4096), 14.6);
+  Win(kHere, Dsa(64, 4096, 512), Cfg(512, 1, 4096), 7.5);
+  Win(kHere, Dsa(8, 16384, 512), Cfg(256, 2, 1024), 9.0);
+  EXPECT_EQ(Decide(cache_.get(), kHere, {}, false, Dsa(64, 8192, 1024), arch_).tuned_shape,
+            cache::ProblemKey(Dsa(64, 4096, 512)));
+  Win(kHere, Dsa(64, 4096, 512), Cfg(512, 1, 1024), 7.4);  // replaced: order no longer matters
+  EXPECT_EQ(Decide(cache_.get(), kHere, {}, false, Dsa(64, 8192, 1024), arch_).config, Cfg(512, 1, 1024));
+}
+
 TEST(FitClusterToBatch, HalvesOnlyWhenTheTunedBatchFitAndThisOneDoesNot) {
   // A device where 14 clusters of 8, 30 of 4 and 64 of 2 are co-resident.
   auto resident = [](int c) { return c == 16 ? 6 : c == 8 ? 14 : c == 4 ? 30 : c == 2 ? 64 : 0; };
