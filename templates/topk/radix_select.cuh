@@ -62,7 +62,15 @@ struct RowSelect {
   static constexpr bool kCoarse = P::kFirst == 1;
   static constexpr int kPasses = P::kPasses;
   // Loads in flight per thread in the row scans.
-  static constexpr int kUnroll = T >= 512 ? 2 : 4;
+  // Software prefetch of the next step in global scans (the next step's
+  // loads are in flight while this one is processed): at 512 threads two
+  // vectors per step and two more prefetched (128 registers at one CTA per
+  // SM); at 1024 threads, at the 64-register cap, one and one. Measured on
+  // H100: 512-thread kernels 6-16% faster on batched rows; 256 threads
+  // 2-4% slower (registers), so smaller blocks load two steps' worth at once
+  // without prefetch, as before.
+  static constexpr bool kPrefetch = T >= 512;
+  static constexpr int kUnroll = T >= 1024 ? 1 : T >= 512 ? 2 : 4;
 
   // Shared memory.
   u32* hist;  // [2][NB]
@@ -363,25 +371,51 @@ struct RowSelect {
       f(raw, col, valid, j, false);
     }
     const uint4* body = reinterpret_cast<const uint4*>(row + s0 + head);
-    for (int base = v0 + warp * 32; base < v1; base += T * kUnroll) {
-      if (ties_only && ties_taken()) break;  // warp-uniform: one shared load for all lanes
-      uint4 q[kUnroll];
+    const int b0 = v0 + warp * 32;
+    if constexpr (kPrefetch) {
+      // The next step's loads are issued before this step's elements are
+      // processed, so the memory system works while the SM computes.
+      uint4 q[kUnroll] = {}, nq[kUnroll] = {};
+      load_step(body, b0, v1, q);
+      for (int base = b0; base < v1; base += T * kUnroll) {
+        if (ties_only && ties_taken()) break;  // warp-uniform: one shared load for all lanes
+        if (base + T * kUnroll < v1) load_step(body, base + T * kUnroll, v1, nq);
+        visit_step(q, base, v1, f);
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const int v = base + u * T + lane;
-        if (v < v1) q[u] = body[v];
+        for (int u = 0; u < kUnroll; ++u) q[u] = nq[u];
       }
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const int v = base + u * T + lane;
-        if (base + u * T >= v1) break;  // warp-uniform
-        u32 raw[V], col[V];
-        unpack(q[u], raw);
-        const int j = head + v * V;
-#pragma unroll
-        for (int i = 0; i < V; ++i) col[i] = s0 + j + i;
-        f(raw, col, v < v1 ? (1u << V) - 1u : 0u, j, base + u * T + 31 < v1);
+    } else {
+      for (int base = b0; base < v1; base += T * kUnroll) {
+        if (ties_only && ties_taken()) break;
+        uint4 q[kUnroll];
+        load_step(body, base, v1, q);
+        visit_step(q, base, v1, f);
       }
+    }
+  }
+
+  // One step of visit_range: the warp's kUnroll vectors at base, base + T, ...
+  __device__ __forceinline__ static void load_step(const uint4* body, int base, int v1, uint4 (&q)[kUnroll]) {
+    const int lane = static_cast<int>(lane_id());
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int v = base + u * T + lane;
+      if (v < v1) q[u] = body[v];
+    }
+  }
+  template <class F>
+  __device__ __forceinline__ void visit_step(const uint4 (&q)[kUnroll], int base, int v1, const F& f) const {
+    const int lane = static_cast<int>(lane_id());
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int v = base + u * T + lane;
+      if (base + u * T >= v1) break;  // warp-uniform
+      u32 raw[V], col[V];
+      unpack(q[u], raw);
+      const int j = head + v * V;
+#pragma unroll
+      for (int i = 0; i < V; ++i) col[i] = s0 + j + i;
+      f(raw, col, v < v1 ? (1u << V) - 1u : 0u, j, base + u * T + 31 < v1);
     }
   }
 
