@@ -65,12 +65,13 @@ struct RowSelect {
   // Software prefetch of the next step in global scans (the next step's
   // loads are in flight while this one is processed): at 512 threads two
   // vectors per step and two more prefetched (128 registers at one CTA per
-  // SM); at 1024 threads, at the 64-register cap, one and one. Measured on
+  // SM); at 1024 threads, at the 64-register cap, and for 16-bit keys at 512
+  // (two and two spilled on sm_80), one and one. Measured on
   // H100: 512-thread kernels 6-16% faster on batched rows; 256 threads
   // 2-4% slower (registers), so smaller blocks load two steps' worth at once
   // without prefetch, as before.
   static constexpr bool kPrefetch = T >= 512;
-  static constexpr int kUnroll = T >= 1024 ? 1 : T >= 512 ? 2 : 4;
+  static constexpr int kUnroll = T >= 1024 || (T >= 512 && KB == 16) ? 1 : T >= 512 ? 2 : 4;
 
   // Shared memory.
   u32* hist;  // [2][NB]
@@ -644,19 +645,32 @@ struct RowSelect {
     __syncthreads();
 
     // Pass 0. One CTA per row with a buffer that can hold ~1.25 k: histogram
-    // an eighth of the slice first, take the bin whose suffix in that sample
-    // reaches ~1.25 k + 64 scaled to the sample (a lower bound of the
-    // threshold bin with a wide margin), capture the sample's elements at or
-    // above it, then histogram and capture the rest in one pass.
+    // a sample of the slice first (a quarter or an eighth), take the highest
+    // bin whose suffix in that sample reaches k scaled to the sample plus
+    // three standard deviations of that count (and 2), capture the sample's
+    // elements at or above it, then histogram and capture the rest in one
+    // pass. The margin decides how
+    // often a row falls back to a second scan: with an eighth of the row and
+    // a 1.25 k + 64 target, about 1% of normal rows of 131072 (k = 2048,
+    // buffer 4096) picked a bin too low, overflowed the buffer and took 2.5x
+    // as long; with 128 rows one such row sets the kernel's time (measured
+    // over 8 random inputs: 57-115 us, now 60.3-60.7 us). A larger margin is
+    // no safer: for k = 64 of 201088 bf16 logits the bin one lower overflows
+    // a 1024 buffer (+16 made that shape 1.9x slower).
     const bool try_spec = !kClustered && S >= 512 && k + k / 4 + 64 <= S && nvec >= 4 * T;
     if (!try_spec) {
       visit_global(0, Pass0Op{this});
     } else {
-      const int nA = nvec / 8 > T ? nvec / 8 : T;
+      // A quarter of the row only when the buffer leaves little room above k
+      // (re-reading the sample for the capture costs an eighth of a row
+      // more; measured 5% on 256 x 128256 k1024, where an eighth suffices).
+      const int frac = 2 * (k + k / 4 + 64) > S ? 4 : 8;
+      const int nA = nvec / frac > T ? nvec / frac : T;
       visit_range(0, nA, true, true, Pass0Op{this});
       __syncthreads();
       const long long sampled = len - (nvec - nA) * static_cast<long long>(V);
-      const long long target = (static_cast<long long>(k + k / 4 + 64) * sampled + len - 1) / len;
+      const float ks = static_cast<float>(k) * static_cast<float>(sampled) / static_cast<float>(len);
+      const long long target = static_cast<long long>(ks + 3.0f * __fsqrt_rn(ks)) + 2;
       if (target < sampled) {
         spec_bin = find_threshold<T, NB>(hist, static_cast<u32>(target), &ctl->thr, ctl->scan_scratch, nullptr).bin;
         spec = true;
