@@ -17,7 +17,7 @@ done
 cmake --build "$B" -j"$(nproc)" --target "${targets[@]}"
 strip --strip-unneeded "$B"/bin/* "$B"/lib/libtopk.so.* 2>/dev/null || true
 for so in libsqlite3.so.0 libbenchmark.so.1debian; do
-  src=$(ldconfig -p | awk -v n="$so" '$1 == n {print $NF; exit}')
+  src=$(ldconfig -p | awk -v n="$so" '$1 == n && !f {print $NF; f = 1}')  # no early exit: SIGPIPE under pipefail
   [[ -n "$src" ]] && cp -L "$src" "$B/lib/$so"
 done
 mkdir -p "$B/cubins"
