@@ -62,9 +62,11 @@ def main():
             idx = out[0] if values else out
             got = torch.gather(xs[0].float(), 1, idx.long()).sort(dim=-1).values
             ref = torch.topk(xs[0].float(), k, dim=-1).values.sort(dim=-1).values
-            if not torch.equal(got, ref):
+            srt = idx.long().sort(dim=-1).values
+            distinct = bool((srt[:, 1:] != srt[:, :-1]).all()) and bool(((srt >= 0) & (srt < n)).all())
+            if not torch.equal(got, ref) or not distinct:
                 bad += 1
-                print(f"FAIL {row['shape']} {dist}: wrong values", file=sys.stderr)
+                print(f"FAIL {row['shape']} {dist}: wrong values or repeated indices", file=sys.stderr)
             outs = plan.allocate_outputs()
             fns = [(lambda x=xs[i % ncopies]: plan.run_into(x, outs, ranges=rg)) for i in range(per_graph)]
             row[dist] = time_graph(fns, args.reps)[0]

@@ -118,7 +118,7 @@ class LibraryImpl final : public Library {
       }
       if (!made.ok()) return made.status();
       v = std::move(*made);
-      if (d.source == DispatchSource::kNearest) FitCluster(p, &d, &v, &info.binary_from_cache);
+      if (d.source == DispatchSource::kNearest) FitCluster(p, &d, &v);
     }
     info.source = d.source;
     info.variant_id = d.config.Id();
@@ -135,9 +135,10 @@ class LibraryImpl final : public Library {
   // A nearest-shape winner with clusters, stretched over more rows than it
   // was tuned for, gets a smaller cluster when its clusters would no longer
   // be co-resident (runtime::FitClusterToBatch). The cluster size is a launch
-  // argument: the compiled kernel stays the same. Best effort: on any
-  // failure the plan keeps the winner's size.
-  void FitCluster(const Problem& p, runtime::DispatchDecision* d, jit::PreparedVariant* v, bool* from_cache) {
+  // argument: the compiled kernel stays the same (so binary_from_cache,
+  // set by the first Prepare, stays true to where it came from). Best
+  // effort: on any failure the plan keeps the winner's size.
+  void FitCluster(const Problem& p, runtime::DispatchDecision* d, jit::PreparedVariant* v) {
     if (d->config.cluster < 2 || p.batch <= d->tuned_batch) return;
     bool cached = false;
     auto fn = kernels_->Function(gen::GenerateSource(d->config), &cached);
@@ -156,7 +157,6 @@ class LibraryImpl final : public Library {
     auto made = Prepare(t, p, &fc);
     if (!made.ok()) return;
     *v = std::move(*made);
-    *from_cache = fc;
     d->config = t;
   }
 

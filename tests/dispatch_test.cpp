@@ -168,7 +168,8 @@ TEST_F(DispatchTest, NearestPrefersTheSameSelectedFraction) {
 
 TEST_F(DispatchTest, EquallyNearShapesGoToTheSmallerTunedProblem) {
   // 64 x 8192 k1024 sits halfway between 64 x 4096 k512 and 64 x 16384 k2048
-  // (same fraction, n a factor of 2 either way), in either insertion order.
+  // (same fraction, n a factor of 2 either way); the cache lists the n16384
+  // winner first, so without the tie-break it would win.
   Win(kHere, Dsa(64, 16384, 2048), Cfg(1024, 2, 4096), 14.6);
   Win(kHere, Dsa(64, 4096, 512), Cfg(512, 1, 4096), 7.5);
   Win(kHere, Dsa(8, 16384, 512), Cfg(256, 2, 1024), 9.0);

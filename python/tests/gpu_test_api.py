@@ -111,9 +111,10 @@ class ApiTest(unittest.TestCase):
         self.assertTrue(torch.equal(outs[1], torch.gather(x, 1, outs[0].long())))
 
     def test_graph_replay_matches_eager_runs(self):
-        # One graph holding a warp-per-row, a CTA-per-row and a cluster-per-row
-        # plan (with ranges and values), replayed on fresh inputs copied into
-        # the captured tensors: each replay's outputs equal an eager run's.
+        # One graph holding a warp-per-row plan and two cluster-per-row plans
+        # (the defaults for these shapes; with ranges and values), replayed on
+        # fresh inputs copied into the captured tensors: each replay's outputs
+        # equal an eager run's.
         shapes = [("f32", 512, 256, 8, False), ("bf16", 24, 40000, 700, True), ("f32", 1, 300000, 2048, True)]
         cases = []
         for dt, b, n, k, ranges in shapes:

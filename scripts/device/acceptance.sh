@@ -130,7 +130,7 @@ for stage in "$@"; do
     cost)  # host cost of MakePlan and Plan::Run
       TAIL=20 run cost 300 "$B/bin/topk-runtime-cost" --dir /tmp ;;
     api)  # the Python API on the GPU: graph capture and replay, streams, threads
-      TOPK_TUNE_DB="$GRID" TAIL=12 run api 300 python3 python/tests/gpu_test_api.py -v ;;
+      TAIL=12 run api 300 python3 python/tests/gpu_test_api.py -v ;;
     *) log "unknown stage $stage" ;;
   esac
 done
