@@ -496,14 +496,8 @@ TEST(CliEmitTest, RejectsBadIdsAndInvalidConfigs) {
   EXPECT_EQ(r.code, kUsage) << Describe(r);
 }
 
-std::string Nvcc() {
-  for (const char* p : {"/usr/local/cuda/bin/nvcc", "/usr/bin/nvcc"})
-    if (fs::exists(p)) return p;
-  return "";
-}
-
 TEST(CliEmitTest, StandaloneSourceCompilesWithNvcc) {
-  const std::string nvcc = Nvcc();
+  const std::string nvcc = testing::FirstExisting({"/usr/local/cuda/bin/nvcc", "/usr/bin/nvcc"});
   if (nvcc.empty()) GTEST_SKIP() << "nvcc not found";
   const std::string file = TempPath("standalone.cu");
   const Result r = RunCli({"emit", "--default", "--shape", "f32:8x8192:256:ranges", "--standalone", "-o", file});

@@ -369,17 +369,12 @@ TEST(ReportTest, LoadsFromACacheAndWritesThreeFiles) {
 
 // ---------------------------------------------------------------- Chromium
 
-std::string FindChromium() {
-  for (const char* p : {"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"})
-    if (fs::exists(p)) return p;
-  return "";
-}
-
 // Renders the report as a browser would, without network access, and checks
 // that a real page came out (an empty or broken page is a small, flat PNG).
 // Set TOPK_REPORT_SCREENSHOT=/path.png to keep the image.
 TEST(ReportBrowserTest, RendersInHeadlessChromium) {
-  const std::string chromium = FindChromium();
+  const std::string chromium =
+      topk::testing::FirstExisting({"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"});
   if (chromium.empty()) GTEST_SKIP() << "chromium not installed (apt-get install chromium)";
   const std::string dir = TempPath("browser");
   std::vector<std::string> written;

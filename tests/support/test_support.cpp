@@ -40,4 +40,10 @@ std::string BinDir() {
   return d && *d ? d : ".";
 }
 
+std::string FirstExisting(std::initializer_list<const char*> paths) {
+  for (const char* p : paths)
+    if (std::filesystem::exists(p)) return p;
+  return "";
+}
+
 }  // namespace topk::testing

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <string>
 
 namespace topk::testing {
@@ -19,6 +20,10 @@ std::string TempPath(const std::string& name);
 // Directory of the built executables ($TOPK_BIN_DIR), for tests that run the
 // CLI or the tuner worker.
 std::string BinDir();
+
+// The first of `paths` that exists ("" when none does): for tests that run an
+// optional external program (nvcc, a headless browser) and skip without it.
+std::string FirstExisting(std::initializer_list<const char*> paths);
 
 }  // namespace topk::testing
 
