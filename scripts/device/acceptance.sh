@@ -37,6 +37,19 @@ run() {  # run NAME TIMEOUT CMD...: output to $LOGS/NAME.log, its tail to the su
 keys() { sql "$1" "SELECT device||'|'||variant_id||'|'||problem_key||'|'||input_dist||'|'||l2_mode FROM measurements" | sed '/^$/d' | sort; }
 sql() { python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print('\n'.join('|'.join(map(str,r)) for r in c.execute(sys.argv[2])))" "$@"; }
 
+# tune_targets NAME DB BUDGET: the eight issue-6 shapes, tuned into a fresh DB
+# (DSA L2-hot, sampling on logits, MoE), logs NAME-dsa, NAME-sampling, NAME-moe.
+tune_targets() {
+  local name=$1 db=$2 budget=$3
+  rm -f "$db" "$db-wal" "$db-shm"
+  TAIL=8 run "$name-dsa" 300 "$T" tune --db "$db" --l2 hot --budget "$budget" --shape f32:64x32768:2048:ranges \
+    --shape f32:1x131072:2048:ranges --shape f32:1x524288:2048:ranges --shape f32:128x131072:2048:ranges
+  TAIL=6 run "$name-sampling" 300 "$T" tune --db "$db" --l2 rotate --dist logits --budget "$budget" \
+    --shape bf16:128x201088:64:values --shape f32:256x128256:1024:values
+  TAIL=6 run "$name-moe" 300 "$T" tune --db "$db" --l2 rotate --budget "$budget" --shape f32:4096x256:8 \
+    --shape bf16:16384x256:8
+}
+
 for stage in "$@"; do
   case $stage in
     tune)  # the dsa preset, uninterrupted, with the test-only faults injected
@@ -74,13 +87,7 @@ for stage in "$@"; do
       cp /tmp/kill-keys-* "$LOGS/" 2>/dev/null
       log "after resume: integrity=$(sql $K 'PRAGMA integrity_check') measurements=$(wc -l </tmp/kill-keys-final) winners=$(sql $K 'SELECT COUNT(*) FROM winners') lost_finished_measurements=$lost" ;;
     targets)  # tune the eight issue-6 shapes into a fresh cache (compare then times them)
-      rm -f "$DB" "$DB-wal" "$DB-shm"
-      TAIL=8 run targets-dsa 300 "$T" tune --db "$DB" --l2 hot --budget "${BUDGET:-10}" --shape f32:64x32768:2048:ranges \
-        --shape f32:1x131072:2048:ranges --shape f32:1x524288:2048:ranges --shape f32:128x131072:2048:ranges
-      TAIL=6 run targets-sampling 300 "$T" tune --db "$DB" --l2 rotate --dist logits --budget "${BUDGET:-10}" \
-        --shape bf16:128x201088:64:values --shape f32:256x128256:1024:values
-      TAIL=6 run targets-moe 300 "$T" tune --db "$DB" --l2 rotate --budget "${BUDGET:-10}" --shape f32:4096x256:8 \
-        --shape bf16:16384x256:8 ;;
+      tune_targets targets "$DB" "${BUDGET:-10}" ;;
     verify)  # winners re-checked and re-timed in a fresh process
       TAIL=40 run verify 600 "$T" verify --db "$DB" ;;
     compare)  # the issue-6 table: the runtime against torch.topk, same tensors, same run
@@ -116,16 +123,7 @@ for stage in "$@"; do
     adversarial)  # the issue-6 shapes' winners on all-equal, few-distinct and tied data
       # ADV_DB: an existing cache with the eight shapes (the targets stage's); else they are tuned here.
       A=${ADV_DB:-/tmp/adversarial.db}
-      if [[ -z "${ADV_DB:-}" ]]; then
-        rm -f $A $A-wal $A-shm
-        TAIL=6 run adversarial-tune-dsa 300 "$T" tune --db $A --l2 hot --budget "${KILL_BUDGET:-3}" \
-          --shape f32:64x32768:2048:ranges --shape f32:1x131072:2048:ranges --shape f32:1x524288:2048:ranges \
-          --shape f32:128x131072:2048:ranges
-        TAIL=6 run adversarial-tune-sampling 300 "$T" tune --db $A --l2 rotate --dist logits --budget "${KILL_BUDGET:-3}" \
-          --shape bf16:128x201088:64:values --shape f32:256x128256:1024:values
-        TAIL=6 run adversarial-tune-moe 300 "$T" tune --db $A --l2 rotate --budget "${KILL_BUDGET:-3}" \
-          --shape f32:4096x256:8 --shape bf16:16384x256:8
-      fi
+      [[ -z "${ADV_DB:-}" ]] && tune_targets adversarial-tune $A "${KILL_BUDGET:-3}"
       TAIL=14 run adversarial 300 python3 bench/adversarial.py --db $A --json "$LOGS/adversarial.json" ;;
     cost)  # host cost of MakePlan and Plan::Run
       TAIL=20 run cost 300 "$B/bin/topk-runtime-cost" --dir /tmp ;;
