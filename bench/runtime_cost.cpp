@@ -7,8 +7,9 @@
 //   run   Plan::Run's host time per call over --calls calls (default 10^4),
 //         in bursts of --burst launches with a stream synchronisation between
 //         bursts (not timed) so that a full launch queue never stalls the
-//         host; the same for a bare cudaLaunchKernel of an empty kernel, the
-//         floor any launch pays.
+//         host; the same for bare launches of an empty kernel, the floor
+//         any launch pays: cudaLaunchKernel, and cuLaunchKernel with a
+//         72-byte argument like the one Plan::Run passes.
 //
 //   topk-runtime-cost [--dir /tmp] [--calls 10000] [--burst 250]
 // Prints a table and exits 0; exits 3 without a GPU, 1 on a failed call.
@@ -190,6 +191,13 @@ int main(int argc, char** argv) {
   };
   print("cudaLaunchKernel, empty kernel", TimeHost(calls, burst, s, [&] {
           Check(topk::bench::LaunchEmptyKernel(s), "LaunchEmptyKernel");
+        }));
+  print("cuLaunchKernel, empty kernel, 72-byte argument", TimeHost(calls, burst, s, [&] {
+          const int r = topk::bench::LaunchEmptyKernelDriver(s);
+          if (r != 0) {
+            std::fprintf(stderr, "topk-runtime-cost: cuLaunchKernel of the empty kernel failed (%d)\n", r);
+            std::exit(1);
+          }
         }));
   for (const topk::Problem& p : shapes) {
     auto plan = MakePlan(lib.get(), p);

@@ -4,7 +4,7 @@
 # go to $LOGS and are packed into $OUT/logs.tgz; the tuning cache stays in
 # .device-state/ for later stages and is copied to $OUT/dsa.db.
 #   scripts/device/acceptance.sh STAGE...
-# Stages: tune resume kill targets verify compare report bench python gpu-tests
+# Stages: tune resume kill targets verify compare report bench python gpu-tests kernels
 #         nearest (after kill: its resumed cache is the tuned grid) adversarial cost api
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -105,9 +105,11 @@ for stage in "$@"; do
       cp "$LOGS/bench.json" "$OUT/bench.json" 2>/dev/null ;;
     python)  # 1000 random problems against torch.topk through the Python package
       TOPK_TUNE_DB="$DB" TAIL=30 run python 600 python3 python/tests/gpu_test_topk.py --count 1000 ;;
-    gpu-tests)
+    gpu-tests | kernels)  # kernels: only what a kernel change needs (every variant exact, sanitizers)
       mkdir -p "$TOPK_TEST_TMP"
-      for t in gpu_kernels_test gpu_tuner_test gpu_c_api_test; do TAIL=12 run "$t" 600 "$B/bin/$t"; done
+      tests=(gpu_kernels_test gpu_tuner_test gpu_c_api_test)
+      [[ $stage == kernels ]] && tests=(gpu_kernels_test)
+      for t in "${tests[@]}"; do TAIL=12 run "$t" 600 "$B/bin/$t"; done
       TOPK_TEST_SUBSET=sanitizer TAIL=6 run memcheck 300 compute-sanitizer --tool memcheck --error-exitcode 9 \
         "$B/bin/gpu_kernels_test" --gtest_filter='*F32*:*BF16*'
       TOPK_TEST_SUBSET=sanitizer TAIL=6 run racecheck 300 compute-sanitizer --tool racecheck --racecheck-report hazard \

@@ -39,7 +39,10 @@ struct RowControl {
   u32 list_n;  // entries in this CTA's rank list
   u32 max_local;
   u32 spec_overflow;  // the speculative capture ran out of buffer
-  u32 pad[2];
+  u32 rep;     // a key of the threshold bin (uniform-bin check)
+  u32 rep_ok;  // rep was found
+  u32 differ;  // an element of the checked bin differs from rep
+  u32 pad[3];
   ThresholdResult thr;
   u32 scan_scratch[32];
 };
@@ -61,6 +64,7 @@ struct RowSelect {
   static constexpr int KB = K::kBits;
   static constexpr bool kCoarse = P::kFirst == 1;
   static constexpr int kPasses = P::kPasses;
+  static constexpr bool kUniformCheck = !kClustered && !kCoarse && KB == 32 && kPasses >= 3;
   // Loads in flight per thread in the row scans.
   // Software prefetch of the next step in global scans (the next step's
   // loads are in flight while this one is processed): at 512 threads two
@@ -216,7 +220,14 @@ struct RowSelect {
 
   // Speculative capture: copies the elements whose first digit reaches
   // spec_bin into the buffer; beyond its capacity it only notes the
-  // overflow (the speculation then fails and the exact path runs).
+  // overflow (the speculation then fails and the exact path runs). Few
+  // elements qualify (about 1.25 k of the row), so with 32-bit keys each
+  // lane that has some reserves its slots with its own shared-memory
+  // atomic: the warp-wide prefix sum (four ballots and their popcounts)
+  // costs more instructions, and pass 0 of these kernels is
+  // instruction-bound (Nsight Compute on 128 x 131072: issue slots 70%
+  // busy, DRAM 37%). 16-bit keys keep the prefix sum: per-lane atomics
+  // made their 1024-thread kernels spill.
   template <int N>
   __device__ __forceinline__ void capture(const u32 (&key)[N], const u32 (&col)[N], const u32 (&d)[N],
                                           u32 valid) {
@@ -224,8 +235,14 @@ struct RowSelect {
 #pragma unroll
     for (int i = 0; i < N; ++i)
       if (((valid >> i) & 1u) && d[i] >= spec_bin) m |= 1u << i;
-    if (!__any_sync(kFullMask, m != 0)) return;
-    u32 pos = reserve(smem_addr(&ctl->buf_n), __popc(m), false);
+    u32 pos;
+    if constexpr (KB == 32) {
+      if (m == 0) return;
+      pos = atomicAdd(&ctl->buf_n, static_cast<u32>(__popc(m)));
+    } else {
+      if (!__any_sync(kFullMask, m != 0)) return;
+      pos = reserve(smem_addr(&ctl->buf_n), __popc(m), false);
+    }
 #pragma unroll
     for (int i = 0; i < N; ++i)
       if ((m >> i) & 1u) {
@@ -525,6 +542,80 @@ struct RowSelect {
     }
   };
 
+  // Whether every element of the threshold bin (digit `pass` equal to `bin`
+  // under the resolved prefix) has one key: a key of the bin is sampled
+  // (one strided element per thread), then the slice is read until an
+  // element of the bin with another key turns up. Block-wide; one CTA per
+  // row only.
+  __device__ __forceinline__ bool bin_is_uniform() {
+    if (threadIdx.x == 0) {
+      ctl->rep_ok = 0;
+      ctl->differ = 0;
+    }
+    // An element is in the bin iff its key matches the resolved prefix
+    // extended by this pass's digit (and, after a coarse first pass, its
+    // coarse digit is the coarse bin): one mask and one compare.
+    const int jd = pass - (kCoarse ? 1 : 0);
+    const int hi = KB - jd * R;
+    const int lo = hi - R > 0 ? hi - R : 0;
+    const u32 bmask = mask | (((1u << (hi - lo)) - 1u) << lo);
+    const u32 bprefix = prefix | (bin << lo);
+    const auto in_bin = [&](u32 key) {
+      return (key & bmask) == bprefix && (!kCoarse || coarse_digit(key) == coarse_bin);
+    };
+    __syncthreads();
+    const int tid = static_cast<int>(threadIdx.x);
+    const int js = static_cast<int>(static_cast<long long>(tid) * len / T);  // spread: sorted rows too
+    if (js < len) {
+      const u32 key = K::key_flip(row[s0 + js], flip);
+      if (in_bin(key)) {
+        atomicExch(&ctl->rep, key);  // any key of the bin will do
+        atomicOr(&ctl->rep_ok, 1u);
+      }
+    }
+    __syncthreads();
+    if (ctl->rep_ok == 0) return false;
+    const u32 rep = ctl->rep;
+    const u32 lane = lane_id();
+    // Head and tail elements (outside the 16-byte-aligned body).
+    const int ntail = len - (head + nvec * V);
+    if (tid < head + ntail) {
+      const int j = tid < head ? tid : len - ntail + (tid - head);
+      const u32 key = K::key_flip(row[s0 + j], flip);
+      if (in_bin(key) && key != rep) atomicOr(&ctl->differ, 1u);
+    }
+    constexpr int U = T >= 1024 ? 1 : 2;  // vectors in flight per thread (more spill at 1024)
+    const uint4* body = reinterpret_cast<const uint4*>(row + s0 + head);
+    for (int base = (tid >> 5) * 32; base < nvec; base += T * U) {
+      if (ctl->differ) break;  // warp-uniform
+      uint4 q[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int v = base + u * T + static_cast<int>(lane);
+        if (v < nvec) q[u] = body[v];
+      }
+      bool d = false;
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int v = base + u * T + static_cast<int>(lane);
+        if (v >= nvec) continue;
+        u32 raw[V];
+        unpack(q[u], raw);
+#pragma unroll
+        for (int i = 0; i < V; ++i) {
+          const u32 key = K::key_flip(raw[i], flip);
+          d |= in_bin(key) & (key != rep);
+        }
+      }
+      if (__any_sync(kFullMask, d)) {
+        if (lane == 0) atomicOr(&ctl->differ, 1u);
+        break;
+      }
+    }
+    __syncthreads();
+    return ctl->differ == 0;
+  }
+
   // Final step when few candidates remain: every candidate counts the
   // candidates (in all CTAs working on the row) that beat it; ties go to the
   // lower index.
@@ -743,7 +834,23 @@ struct RowSelect {
           scan<false>(buffered);
         break;
       }
-      if (last) {
+      // Uniform-bin check. A threshold bin too large for the buffer costs
+      // another scan of the row per remaining digit. When it holds a large
+      // share of the row (all-equal rows, few distinct values), one of its
+      // keys is sampled and the bin is checked for holding only that key (a
+      // scan that stops at the first other key, so it costs little when the
+      // bin is mixed). If it does, any `need` of its elements complete the
+      // top-k, and the ties scan below finishes here. 128 x 131072 with
+      // 8-bit digits read its row four times on such rows (3.1x its normal
+      // time). Only where it saves a scan (two or more digits left) and in
+      // the kernels whose registers allow it: one CTA per row, 32-bit keys,
+      // exact first digit (16-bit keys have two digits; the check spilled
+      // in the 1024-thread 16-bit and coarse-first-pass kernels).
+      bool uniform = false;
+      if constexpr (kUniformCheck)
+        uniform = pass + 2 < kPasses && !buffered && !buffering && thr.count > static_cast<u32>(S) &&
+                  16ull * thr.count >= static_cast<unsigned long long>(len) && bin_is_uniform();
+      if (last || uniform) {
         // With nothing above the threshold left to write (all-equal rows, few
         // distinct values), the scan ends once the ties are taken instead of
         // reading the rest of the row.
