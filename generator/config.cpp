@@ -166,7 +166,7 @@ Status Validate(const Config& c, const Arch& arch) {
     return Broken("radix", "radix_bits must be 8 or 11, got " + std::to_string(c.radix_bits));
   if (c.radix_bits > c.key_bits()) return Broken("radix", "radix wider than the key");
   if (c.half_first && c.dtype != DType::kF32)
-    return Broken("first-pass", "the fp16-rounded first pass only applies to fp32 keys");
+    return Broken("first-pass", "the coarse first pass only applies to fp32 keys");
   if (c.cluster < 1 || c.cluster > 16 || !IsPow2(c.cluster))
     return Broken("cluster", "cluster must be 0 (warp mode), 1, 2, 4, 8 or 16, got " + std::to_string(c.cluster));
   if (c.cluster > 1 && !arch.clusters())

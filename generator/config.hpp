@@ -22,7 +22,8 @@ struct Config {
   // [code] bits per digit: 8 or 11 (block / cluster modes); 1 in warp mode,
   // where the threshold is found one bit per step.
   int radix_bits = 11;
-  // [code] first pass on the top 8 bits of the fp16-rounded key (fp32 only),
+  // [code] coarse first pass: an 8-bit digit with fp16's resolution (four
+  // bins per octave over 2^-15..2^16, clamped outside; fp32 only),
   // the refinement passes then use radix_bits on the exact key.
   bool half_first = false;
   int smem_buffer = 4096;  // candidate indices kept in shared memory (0: re-read)

@@ -2,7 +2,7 @@
 // zero wrong results allowed. Needs a GPU (ctest label "gpu").
 //
 // TOPK_TEST_SUBSET=sanitizer runs a small representative subset (CTA,
-// clusters of 2 and 8, warp mode, the fp16-rounded first pass, partial row
+// clusters of 2 and 8, warp mode, the coarse first pass, partial row
 // cache, buffer overflow, ranking) for compute-sanitizer; TOPK_TEST_SUBSET=warp
 // runs only the warp-per-row kernels.
 #include <gtest/gtest.h>

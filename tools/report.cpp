@@ -183,7 +183,7 @@ const std::vector<Knob>& Knobs() {
        [](const gen::Config& c) { return std::make_pair(std::to_string(c.block_threads), double(c.block_threads)); }},
       {"radix_bits", "bits per digit",
        [](const gen::Config& c) { return std::make_pair(std::to_string(c.radix_bits), double(c.radix_bits)); }},
-      {"half_first", "fp16 first pass",
+      {"half_first", "coarse first pass",
        [](const gen::Config& c) {
          return std::make_pair(std::string(c.half_first ? "yes" : "no"), c.half_first ? 1.0 : 0.0);
        }},
@@ -768,7 +768,7 @@ std::string HtmlSection(const Section& s, size_t index) {
        [](const gen::Config& c) { return double(c.cluster); }},
       {"block_threads", "threads per CTA", [](const gen::Config& c) { return std::to_string(c.block_threads); },
        [](const gen::Config& c) { return double(c.block_threads); }},
-      {"radix_bits", "bits per digit (h: fp16 first pass)", [](const gen::Config& c) { return RadixLabel(c); },
+      {"radix_bits", "bits per digit (h: coarse first pass)", [](const gen::Config& c) { return RadixLabel(c); },
        [](const gen::Config& c) { return c.radix_bits + (c.half_first ? 0.5 : 0.0); }},
       {"smem_buffer", "candidate buffer (elements)", [](const gen::Config& c) { return std::to_string(c.smem_buffer); },
        [](const gen::Config& c) { return double(c.smem_buffer); }},

@@ -38,21 +38,6 @@ struct Keys<kF32> {
     const u32 r = raw > 0xff800000u ? 0x7fffffffu : raw;  // negative NaN -> above +inf
     return r ^ (static_cast<u32>(static_cast<int>(r) >> 31) | 0x80000000u) ^ flip;
   }
-  // The 8-bit digit of the value rounded to fp16 (the seed's coarse first
-  // pass). Rounding to nearest is monotone, so this digit never orders two
-  // elements against their exact keys; it only merges neighbours.
-  __device__ __forceinline__ static u32 half_digit(u32 raw, bool smallest) {
-    const u32 c = canonical(raw);
-    unsigned short h;
-    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(__uint_as_float(c)));
-    u32 hb = h;
-    const u32 mag = hb & 0x7fffu;
-    if (mag > 0x7c00u) hb = 0x7fffu;
-    else if (mag == 0) hb = 0;
-    u32 k = (hb & 0x8000u) ? (~hb & 0xffffu) : (hb | 0x8000u);
-    if (smallest) k = ~k & 0xffffu;
-    return k >> 8;
-  }
 };
 
 template <int EXP_MASK>
@@ -72,9 +57,6 @@ struct Keys16 {
   __device__ __forceinline__ static u32 key_flip(u32 raw, u32 flip) {
     const u32 r = raw > (0x8000u | EXP_MASK) ? 0x7fffu : raw;  // negative NaN -> above +inf
     return r ^ (0x8000u | ((0u - (r >> 15)) & 0x7fffu)) ^ (flip & 0xffffu);
-  }
-  __device__ __forceinline__ static u32 half_digit(u32 raw, bool smallest) {
-    return key(raw, smallest) >> 8;
   }
 };
 

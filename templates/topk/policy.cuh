@@ -12,7 +12,8 @@ namespace topk {
 //          1 = one CTA per row, 2 = a thread-block cluster per row (2 to 16
 //          CTAs: the size is a launch attribute, read back at run time).
 // FIRST:   0 = first pass on the top RADIX bits of the exact key,
-//          1 = first pass on the top 8 bits of the fp16-rounded key (fp32 only).
+//          1 = a coarse 8-bit first digit with fp16's resolution (fp32 only;
+//              RowSelect::coarse_digit).
 // ITEMS:   warp mode only: elements held per lane (n <= 32 * ITEMS).
 template <int DTYPE, int BLOCK, int RADIX, int FIRST, int CLUSTER, int ITEMS>
 struct Policy {
@@ -39,7 +40,7 @@ struct Policy {
 
   static_assert(BLOCK % 32 == 0 && BLOCK >= 32 && BLOCK <= 1024, "block size");
   static_assert(CLUSTER == 0 || (RADIX >= 4 && RADIX <= 12), "radix width");
-  static_assert(FIRST == 0 || (DTYPE == kF32 && RADIX >= 8), "fp16 first pass is for fp32");
+  static_assert(FIRST == 0 || (DTYPE == kF32 && RADIX >= 8), "the coarse first pass is for fp32");
   static_assert(CLUSTER >= 0 && CLUSTER <= 2, "cluster mode: 0 warp, 1 CTA, 2 cluster");
   static_assert(CLUSTER != 0 || ITEMS > 0, "warp mode holds at least one item per lane");
 };
