@@ -41,7 +41,26 @@ bool Fits(const cache::Winner& w, const Problem& p, const gen::Arch& arch) {
   return gen::ValidateFor(w.config, arch, p).ok();
 }
 
+// Whether a buffer of `buffer` candidates lets the one-CTA kernel capture
+// the likely candidates of a row while it histograms it (the kernel's
+// try_spec rule: room for 1.25 k + 64).
+bool Speculates(int buffer, int64_t k) { return buffer > 0 && k + k / 4 + 64 <= buffer; }
+
 }  // namespace
+
+void AdaptBuffer(gen::Config* c, int64_t tuned_k, const Problem& p, const gen::Arch& arch) {
+  if (c->cluster != 1 || !Speculates(c->smem_buffer, tuned_k) || Speculates(c->smem_buffer, p.k)) return;
+  // The tuner's buffer sizes, smallest first (generator/config.cpp).
+  for (int buf : {1024, 4096}) {
+    if (buf <= c->smem_buffer || !Speculates(buf, p.k)) continue;
+    gen::Config bigger = *c;
+    bigger.smem_buffer = buf;
+    if (gen::ValidateFor(bigger, arch, p).ok()) {
+      *c = bigger;
+      return;
+    }
+  }
+}
 
 DispatchDecision Decide(const cache::Cache* cache, const std::string& device_fingerprint,
                         const std::vector<std::string>& same_arch_devices, bool allow_same_arch, const Problem& p,
@@ -78,6 +97,7 @@ DispatchDecision Decide(const cache::Cache* cache, const std::string& device_fin
       cache::Winner adapted = w;
       if (adapted.config.warp_mode()) adapted.config.items = gen::WarpItems(p.n);
       if (!Fits(adapted, p, arch)) continue;
+      AdaptBuffer(&adapted.config, w.problem.k, p, arch);
       // Equally near (a shape halfway between two tuned ones in log space):
       // the smaller tuned problem. Measured once: 64 x 8192 k1024 ran at 85%
       // of its own winner's speed with the 64 x 16384 k2048 winner (2-CTA
@@ -96,7 +116,14 @@ DispatchDecision Decide(const cache::Cache* cache, const std::string& device_fin
         out.distance = dist;
       }
     }
-    if (out.source == DispatchSource::kNearest) return out;
+    if (out.source == DispatchSource::kNearest) {
+      if (best <= kMaxNearestDistance) return out;
+      // Too far to be a better guess than the default (and a same-arch tier
+      // would be no nearer in shape): the default.
+      DispatchDecision d;
+      d.config = gen::DefaultConfig(p, arch);
+      return d;
+    }
   }
   return out;
 }

@@ -38,6 +38,23 @@ DispatchDecision Decide(const cache::Cache* cache, const std::string& device_fin
 // n, in the selected fraction k / n, and (weighted by half) in batch.
 double ShapeDistance(const Problem& a, const Problem& b);
 
+// Beyond this distance the nearest tuned shape is not used; the default is.
+// Measured on an H100 (topk-bench, sampling and MoE presets, each shape
+// through a cache holding the issue-6 shapes' winners): at 4.0 and 4.8 the
+// nearest winner beat the default by 4-35%; at 6.1 (bf16 1 x 32000 k50 from
+// 128 x 201088 k64) it was 7% slower and at 7.0 (bf16 8 x 256000 k1) 50%
+// slower.
+constexpr double kMaxNearestDistance = 5.5;
+
+// A nearest-shape winner of the one-CTA kernel whose candidate buffer left
+// room for speculative capture at its tuned k, but not at this problem's k,
+// gets the smallest of the tuner's larger buffer sizes that does (when that
+// still fits the device); the buffer is a launch argument, the compiled
+// kernel stays the same. Measured: bf16 256 x 128256 k1024 ran in 148 us
+// with the 128 x 201088 k64 winner's 1024-candidate buffer, against 98 us
+// for the default (4096).
+void AdaptBuffer(gen::Config* c, int64_t tuned_k, const Problem& p, const gen::Arch& arch);
+
 // The cluster size a nearest-shape winner should launch with for `batch`
 // rows, when it was tuned for `tuned_batch` rows with `cluster` CTAs per row
 // (cluster size is a launch argument of one compiled kernel). `resident(c)`

@@ -1,6 +1,7 @@
 // Dispatch on fixture cache files, no GPU: the exact winner, the nearest
-// tuned shape, the default, another device's entries (only with
-// allow_same_arch), and winners that do not fit the problem.
+// tuned shape (and its limits: too far away, a buffer too small for the new
+// k), the default, another device's entries (only with allow_same_arch),
+// and winners that do not fit the problem.
 #include <gtest/gtest.h>
 
 #include "cache/cache.hpp"
@@ -175,8 +176,75 @@ TEST_F(DispatchTest, EquallyNearShapesGoToTheSmallerTunedProblem) {
   Win(kHere, Dsa(8, 16384, 512), Cfg(256, 2, 1024), 9.0);
   EXPECT_EQ(Decide(cache_.get(), kHere, {}, false, Dsa(64, 8192, 1024), arch_).tuned_shape,
             cache::ProblemKey(Dsa(64, 4096, 512)));
-  Win(kHere, Dsa(64, 4096, 512), Cfg(512, 1, 1024), 7.4);  // replaced: order no longer matters
-  EXPECT_EQ(Decide(cache_.get(), kHere, {}, false, Dsa(64, 8192, 1024), arch_).config, Cfg(512, 1, 1024));
+  Win(kHere, Dsa(64, 4096, 512), Cfg(256, 1, 4096), 7.4);  // replaced: order no longer matters
+  EXPECT_EQ(Decide(cache_.get(), kHere, {}, false, Dsa(64, 8192, 1024), arch_).config, Cfg(256, 1, 4096));
+}
+
+TEST_F(DispatchTest, NearestShapesTooFarAwayGetTheDefault) {
+  // bf16 sampling: the only bf16 winner is at 128 x 201088 k64.
+  Problem tuned;
+  tuned.dtype = DType::kBF16;
+  tuned.batch = 128;
+  tuned.n = 201088;
+  tuned.k = 64;
+  tuned.values = true;
+  gen::Config c = Cfg(1024, 1, 1024);
+  c.dtype = DType::kBF16;
+  c.rounds = c.passes() - 1;
+  Win(kHere, tuned, c, 41.8);
+  Problem near = tuned;  // 64 x 151936 k50: distance about 0.8
+  near.batch = 64;
+  near.n = 151936;
+  near.k = 50;
+  const DispatchDecision n = Decide(cache_.get(), kHere, {}, false, near, arch_);
+  EXPECT_EQ(n.source, DispatchSource::kNearest);
+  EXPECT_EQ(n.config, c);
+  EXPECT_LE(n.distance, kMaxNearestDistance);
+  Problem far = tuned;  // 8 x 256000 k1: distance about 7
+  far.batch = 8;
+  far.n = 256000;
+  far.k = 1;
+  EXPECT_GT(ShapeDistance(tuned, far), kMaxNearestDistance);
+  const DispatchDecision f = Decide(cache_.get(), kHere, {}, false, far, arch_);
+  EXPECT_EQ(f.source, DispatchSource::kDefault);
+  EXPECT_EQ(f.config, gen::DefaultConfig(far, arch_));
+  EXPECT_TRUE(f.tuned_shape.empty());
+}
+
+TEST_F(DispatchTest, NearestOneCtaWinnerGetsABufferForItsK) {
+  Problem tuned;
+  tuned.dtype = DType::kBF16;
+  tuned.batch = 128;
+  tuned.n = 201088;
+  tuned.k = 64;
+  tuned.values = true;
+  gen::Config c = Cfg(1024, 1, 1024);
+  c.dtype = DType::kBF16;
+  c.rounds = c.passes() - 1;
+  Win(kHere, tuned, c, 41.8);
+  // k1024 needs 1.25 k + 64 = 1344 candidates for the speculative capture:
+  // the winner's 1024 became the tuner's next size, 4096; nothing else moved.
+  Problem bigger_k = tuned;
+  bigger_k.batch = 256;
+  bigger_k.n = 128256;
+  bigger_k.k = 1024;
+  const DispatchDecision d = Decide(cache_.get(), kHere, {}, false, bigger_k, arch_);
+  ASSERT_EQ(d.source, DispatchSource::kNearest);
+  gen::Config want = c;
+  want.smem_buffer = 4096;
+  EXPECT_EQ(d.config, want);
+  // A k the buffer already serves keeps it.
+  Problem same = bigger_k;
+  same.k = 600;
+  EXPECT_EQ(Decide(cache_.get(), kHere, {}, false, same, arch_).config, c);
+  // Clusters do not speculate: their buffer stays (the 1 x 524288 winner's 1024).
+  const DispatchDecision cl = Decide(cache_.get(), kHere, {}, false, Dsa(1, 393216, 3000), arch_);
+  ASSERT_EQ(cl.source, DispatchSource::kNearest);
+  EXPECT_EQ(cl.config, Cfg(1024, 16, 1024));
+  // The helper alone: no room at the tuned k either means nothing to keep.
+  gen::Config small = Cfg(512, 1, 1024);
+  AdaptBuffer(&small, 2048, Dsa(4, 131072, 4096), arch_);
+  EXPECT_EQ(small.smem_buffer, 1024);
 }
 
 TEST(FitClusterToBatch, HalvesOnlyWhenTheTunedBatchFitAndThisOneDoesNot) {

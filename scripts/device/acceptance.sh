@@ -91,7 +91,7 @@ for stage in "$@"; do
     verify)  # winners re-checked and re-timed in a fresh process
       TAIL=40 run verify 600 "$T" verify --db "$DB" ;;
     compare)  # the issue-6 table: the runtime against torch.topk, same tensors, same run
-      TAIL=14 run compare 600 python3 bench/compare_torch.py --db "$DB" --json "$LOGS/compare.json" \
+      TAIL=26 run compare 600 python3 bench/compare_torch.py --db "$DB" --json "$LOGS/compare.json" \
         --baselines-out "$LOGS/torch_baselines.jsonl"
       run import-baselines 120 "$T" import "$LOGS/torch_baselines.jsonl" --db "$DB" ;;
     report)
