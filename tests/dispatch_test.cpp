@@ -233,7 +233,8 @@ TEST_F(DispatchTest, NearestOneCtaWinnerGetsABufferForItsK) {
   gen::Config want = c;
   want.smem_buffer = 4096;
   EXPECT_EQ(d.config, want);
-  // A k the buffer already serves keeps it.
+  // A k the buffer already serves keeps it (the row, 256 KB, is too long
+  // for the row cache in every case here).
   Problem same = bigger_k;
   same.k = 600;
   EXPECT_EQ(Decide(cache_.get(), kHere, {}, false, same, arch_).config, c);
@@ -241,10 +242,17 @@ TEST_F(DispatchTest, NearestOneCtaWinnerGetsABufferForItsK) {
   const DispatchDecision cl = Decide(cache_.get(), kHere, {}, false, Dsa(1, 393216, 3000), arch_);
   ASSERT_EQ(cl.source, DispatchSource::kNearest);
   EXPECT_EQ(cl.config, Cfg(1024, 16, 1024));
-  // The helper alone: no room at the tuned k either means nothing to keep.
+  // The helper alone: no room at the tuned k either means nothing to keep;
+  // rows the row cache holds keep their buffer, uncached ones do not.
   gen::Config small = Cfg(512, 1, 1024);
   AdaptBuffer(&small, 2048, Dsa(4, 131072, 4096), arch_);
   EXPECT_EQ(small.smem_buffer, 1024);
+  gen::Config cached = Cfg(512, 1, 1024);
+  AdaptBuffer(&cached, 512, Dsa(64, 8192, 1024), arch_);
+  EXPECT_EQ(cached.smem_buffer, 1024);
+  cached.row_cache = false;
+  AdaptBuffer(&cached, 512, Dsa(64, 8192, 1024), arch_);
+  EXPECT_EQ(cached.smem_buffer, 4096);
 }
 
 TEST(FitClusterToBatch, HalvesOnlyWhenTheTunedBatchFitAndThisOneDoesNot) {
