@@ -23,7 +23,7 @@ struct Config {
   // where the threshold is found one bit per step.
   int radix_bits = 11;
   // [code] coarse first pass: an 8-bit digit with fp16's resolution (four
-  // bins per octave over 2^-15..2^16, clamped outside; fp32 only),
+  // bins per octave over 2^-15..2^17, clamped outside; fp32 only),
   // the refinement passes then use radix_bits on the exact key.
   bool half_first = false;
   int smem_buffer = 4096;  // candidate indices kept in shared memory (0: re-read)

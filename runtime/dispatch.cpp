@@ -123,11 +123,10 @@ DispatchDecision Decide(const cache::Cache* cache, const std::string& device_fin
     }
     if (out.source == DispatchSource::kNearest) {
       if (best <= kMaxNearestDistance) return out;
-      // Too far to be a better guess than the default (and a same-arch tier
-      // would be no nearer in shape): the default.
-      DispatchDecision d;
-      d.config = gen::DefaultConfig(p, arch);
-      return d;
+      // Too far to be a better guess than the default: the next tier (the
+      // same architecture's devices) may hold a nearer shape; else the default.
+      out = DispatchDecision();
+      out.config = gen::DefaultConfig(p, arch);
     }
   }
   return out;

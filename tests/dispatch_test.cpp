@@ -209,6 +209,19 @@ TEST_F(DispatchTest, NearestShapesTooFarAwayGetTheDefault) {
   EXPECT_EQ(f.source, DispatchSource::kDefault);
   EXPECT_EQ(f.config, gen::DefaultConfig(far, arch_));
   EXPECT_TRUE(f.tuned_shape.empty());
+  // Too far on this device, but another device of the architecture has the
+  // shape nearby: with allow_same_arch that one serves.
+  Problem twin_shape = far;
+  twin_shape.batch = 16;
+  gen::Config tc = Cfg(512, 2, 4096);
+  tc.dtype = DType::kBF16;
+  tc.rounds = tc.passes() - 1;
+  Win(kTwin, twin_shape, tc, 30.0);
+  const DispatchDecision t = Decide(cache_.get(), kHere, {kTwin}, true, far, arch_);
+  EXPECT_EQ(t.source, DispatchSource::kNearest);
+  EXPECT_EQ(t.tuned_device, kTwin);
+  EXPECT_EQ(t.config, tc);
+  EXPECT_EQ(Decide(cache_.get(), kHere, {kTwin}, false, far, arch_).source, DispatchSource::kDefault);
 }
 
 TEST_F(DispatchTest, NearestOneCtaWinnerGetsABufferForItsK) {
@@ -238,10 +251,16 @@ TEST_F(DispatchTest, NearestOneCtaWinnerGetsABufferForItsK) {
   Problem same = bigger_k;
   same.k = 600;
   EXPECT_EQ(Decide(cache_.get(), kHere, {}, false, same, arch_).config, c);
-  // Clusters do not speculate: their buffer stays (the 1 x 524288 winner's 1024).
-  const DispatchDecision cl = Decide(cache_.get(), kHere, {}, false, Dsa(1, 393216, 3000), arch_);
+  // Clusters do not speculate: their buffer stays, even where a one-CTA
+  // winner's would grow (1024 served k512, not k800: 1.25 k + 64 = 1064).
+  Win(kHere, Dsa(1, 393216, 512), Cfg(1024, 16, 1024), 20.0);
+  const DispatchDecision cl = Decide(cache_.get(), kHere, {}, false, Dsa(1, 393216, 800), arch_);
   ASSERT_EQ(cl.source, DispatchSource::kNearest);
+  EXPECT_EQ(cl.tuned_shape, cache::ProblemKey(Dsa(1, 393216, 512)));
   EXPECT_EQ(cl.config, Cfg(1024, 16, 1024));
+  gen::Config one_cta = Cfg(1024, 1, 1024);
+  AdaptBuffer(&one_cta, 512, Dsa(1, 393216, 800), arch_);
+  EXPECT_EQ(one_cta.smem_buffer, 4096);
   // The helper alone: no room at the tuned k either means nothing to keep;
   // rows the row cache holds keep their buffer, uncached ones do not.
   gen::Config small = Cfg(512, 1, 1024);

@@ -136,7 +136,7 @@ struct RowSelect {
   __device__ __forceinline__ bool smallest() const { return flip != 0; }
 
   // The coarse first digit (fp32 keys): 8 bits with fp16's resolution, four
-  // bins per octave over the 32 octaves from 2^-15 to 2^16, clamped outside,
+  // bins per octave over the 32 octaves from 2^-15 to 2^17, clamped outside,
   // mirrored for negative values. It is a monotone function of the key (the
   // top 11 key bits are sign, exponent and two mantissa bits, and the key
   // is already in selection order, so "smallest" needs nothing more), about
@@ -379,7 +379,10 @@ struct RowSelect {
     }
   }
 
-  // Whether the still-needed ties are all taken (the leader's counter).
+  // Whether the still-needed ties are all taken (the leader's counter). The
+  // loops that stop on it vote, so that a warp leaves together even if its
+  // lanes read the counter apart (the warp-wide votes after the test need
+  // every lane).
   __device__ __forceinline__ bool ties_taken() const { return Cl::load(Cl::map(&ctl->tie, 0)) >= need; }
 
   // Visits slice elements from global memory: the body vectors [v0, v1)
@@ -416,7 +419,7 @@ struct RowSelect {
       uint4 q[kUnroll] = {}, nq[kUnroll] = {};
       load_step(body, b0, v1, q);
       for (int base = b0; base < v1; base += T * kUnroll) {
-        if (ties_only && ties_taken()) break;  // warp-uniform: one shared load for all lanes
+        if (ties_only && __any_sync(kFullMask, ties_taken())) break;  // the warp leaves together
         if (base + T * kUnroll < v1) load_step(body, base + T * kUnroll, v1, nq);
         visit_step(q, base, v1, f);
 #pragma unroll
@@ -424,7 +427,7 @@ struct RowSelect {
       }
     } else {
       for (int base = b0; base < v1; base += T * kUnroll) {
-        if (ties_only && ties_taken()) break;
+        if (ties_only && __any_sync(kFullMask, ties_taken())) break;
         uint4 q[kUnroll];
         load_step(body, base, v1, q);
         visit_step(q, base, v1, f);
@@ -498,7 +501,7 @@ struct RowSelect {
       const int W = (shift + cache_len + V - 1) / V;
       const uint4* cv = reinterpret_cast<const uint4*>(cache);
       for (int base = (threadIdx.x >> 5) * 32; base < W; base += T) {
-        if (ties_only && ties_taken()) return;
+        if (ties_only && __any_sync(kFullMask, ties_taken())) return;
         const int w = base + lane_id();
         u32 key[V], col[V];
         u32 valid = 0;
@@ -607,7 +610,7 @@ struct RowSelect {
     constexpr int U = T >= 1024 ? 1 : 2;  // vectors in flight per thread (more spill at 1024)
     const uint4* body = reinterpret_cast<const uint4*>(row + s0 + head);
     for (int base = (tid >> 5) * 32; base < nvec; base += T * U) {
-      if (ctl->differ) break;  // warp-uniform
+      if (__any_sync(kFullMask, ctl->differ != 0)) break;  // the warp leaves together
       uint4 q[U];
 #pragma unroll
       for (int u = 0; u < U; ++u) {
