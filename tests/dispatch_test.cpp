@@ -24,9 +24,20 @@ Problem Dsa(int64_t batch, int64_t n, int64_t k) {
   return p;
 }
 
-gen::Config Cfg(int block, int cluster, int buffer) {
+// bf16 sampling rows: logits with values out.
+Problem Sampling(int64_t batch, int64_t n, int64_t k) {
+  Problem p;
+  p.dtype = DType::kBF16;
+  p.batch = batch;
+  p.n = n;
+  p.k = k;
+  p.values = true;
+  return p;
+}
+
+gen::Config Cfg(int block, int cluster, int buffer, DType dtype = DType::kF32) {
   gen::Config c;
-  c.dtype = DType::kF32;
+  c.dtype = dtype;
   c.block_threads = block;
   c.radix_bits = 11;
   c.cluster = cluster;
@@ -182,28 +193,15 @@ TEST_F(DispatchTest, EquallyNearShapesGoToTheSmallerTunedProblem) {
 
 TEST_F(DispatchTest, NearestShapesTooFarAwayGetTheDefault) {
   // bf16 sampling: the only bf16 winner is at 128 x 201088 k64.
-  Problem tuned;
-  tuned.dtype = DType::kBF16;
-  tuned.batch = 128;
-  tuned.n = 201088;
-  tuned.k = 64;
-  tuned.values = true;
-  gen::Config c = Cfg(1024, 1, 1024);
-  c.dtype = DType::kBF16;
-  c.rounds = c.passes() - 1;
+  const Problem tuned = Sampling(128, 201088, 64);
+  const gen::Config c = Cfg(1024, 1, 1024, DType::kBF16);
   Win(kHere, tuned, c, 41.8);
-  Problem near = tuned;  // 64 x 151936 k50: distance about 0.8
-  near.batch = 64;
-  near.n = 151936;
-  near.k = 50;
+  const Problem near = Sampling(64, 151936, 50);  // distance about 0.8
   const DispatchDecision n = Decide(cache_.get(), kHere, {}, false, near, arch_);
   EXPECT_EQ(n.source, DispatchSource::kNearest);
   EXPECT_EQ(n.config, c);
   EXPECT_LE(n.distance, kMaxNearestDistance);
-  Problem far = tuned;  // 8 x 256000 k1: distance about 7
-  far.batch = 8;
-  far.n = 256000;
-  far.k = 1;
+  const Problem far = Sampling(8, 256000, 1);  // distance about 7
   EXPECT_GT(ShapeDistance(tuned, far), kMaxNearestDistance);
   const DispatchDecision f = Decide(cache_.get(), kHere, {}, false, far, arch_);
   EXPECT_EQ(f.source, DispatchSource::kDefault);
@@ -211,12 +209,8 @@ TEST_F(DispatchTest, NearestShapesTooFarAwayGetTheDefault) {
   EXPECT_TRUE(f.tuned_shape.empty());
   // Too far on this device, but another device of the architecture has the
   // shape nearby: with allow_same_arch that one serves.
-  Problem twin_shape = far;
-  twin_shape.batch = 16;
-  gen::Config tc = Cfg(512, 2, 4096);
-  tc.dtype = DType::kBF16;
-  tc.rounds = tc.passes() - 1;
-  Win(kTwin, twin_shape, tc, 30.0);
+  const gen::Config tc = Cfg(512, 2, 4096, DType::kBF16);
+  Win(kTwin, Sampling(16, 256000, 1), tc, 30.0);
   const DispatchDecision t = Decide(cache_.get(), kHere, {kTwin}, true, far, arch_);
   EXPECT_EQ(t.source, DispatchSource::kNearest);
   EXPECT_EQ(t.tuned_device, kTwin);
@@ -225,22 +219,11 @@ TEST_F(DispatchTest, NearestShapesTooFarAwayGetTheDefault) {
 }
 
 TEST_F(DispatchTest, NearestOneCtaWinnerGetsABufferForItsK) {
-  Problem tuned;
-  tuned.dtype = DType::kBF16;
-  tuned.batch = 128;
-  tuned.n = 201088;
-  tuned.k = 64;
-  tuned.values = true;
-  gen::Config c = Cfg(1024, 1, 1024);
-  c.dtype = DType::kBF16;
-  c.rounds = c.passes() - 1;
-  Win(kHere, tuned, c, 41.8);
+  const gen::Config c = Cfg(1024, 1, 1024, DType::kBF16);
+  Win(kHere, Sampling(128, 201088, 64), c, 41.8);
   // k1024 needs 1.25 k + 64 = 1344 candidates for the speculative capture:
   // the winner's 1024 became the tuner's next size, 4096; nothing else moved.
-  Problem bigger_k = tuned;
-  bigger_k.batch = 256;
-  bigger_k.n = 128256;
-  bigger_k.k = 1024;
+  const Problem bigger_k = Sampling(256, 128256, 1024);
   const DispatchDecision d = Decide(cache_.get(), kHere, {}, false, bigger_k, arch_);
   ASSERT_EQ(d.source, DispatchSource::kNearest);
   gen::Config want = c;
@@ -248,9 +231,7 @@ TEST_F(DispatchTest, NearestOneCtaWinnerGetsABufferForItsK) {
   EXPECT_EQ(d.config, want);
   // A k the buffer already serves keeps it (the row, 256 KB, is too long
   // for the row cache in every case here).
-  Problem same = bigger_k;
-  same.k = 600;
-  EXPECT_EQ(Decide(cache_.get(), kHere, {}, false, same, arch_).config, c);
+  EXPECT_EQ(Decide(cache_.get(), kHere, {}, false, Sampling(256, 128256, 600), arch_).config, c);
   // Clusters do not speculate: their buffer stays, even where a one-CTA
   // winner's would grow (1024 served k512, not k800: 1.25 k + 64 = 1064).
   Win(kHere, Dsa(1, 393216, 512), Cfg(1024, 16, 1024), 20.0);
