@@ -133,8 +133,6 @@ struct RowSelect {
   bool buffer_all_match;
   u32 spec_bin;
 
-  __device__ __forceinline__ bool smallest() const { return flip != 0; }
-
   // The coarse first digit (fp32 keys): 8 bits with fp16's resolution, four
   // bins per octave over the 32 octaves from 2^-15 to 2^17, clamped outside,
   // mirrored for negative values. It is a monotone function of the key (the
@@ -159,12 +157,22 @@ struct RowSelect {
     return key >> (KB - R);
   }
 
+  // Where exact digit `p` sits in the key (p counts the coarse pass too;
+  // not for the coarse digit itself): its lowest bit and its all-ones value.
+  struct DigitBits {
+    int lo;
+    u32 ones;
+  };
+  __device__ __forceinline__ static DigitBits digit_bits(int p) {
+    const int hi = KB - (p - (kCoarse ? 1 : 0)) * R;
+    const int lo = hi - R > 0 ? hi - R : 0;
+    return {lo, (1u << (hi - lo)) - 1u};
+  }
+
   __device__ __forceinline__ u32 digit(u32 key, int p) const {
     if (p == 0) return digit0(key);
-    const int j = p - (kCoarse ? 1 : 0);
-    const int hi = KB - j * R;
-    const int lo = hi - R > 0 ? hi - R : 0;
-    return (key >> lo) & ((1u << (hi - lo)) - 1u);
+    const DigitBits b = digit_bits(p);
+    return (key >> b.lo) & b.ones;
   }
 
   __device__ __forceinline__ bool matches(u32 key, bool from_buffer) const {
@@ -568,24 +576,20 @@ struct RowSelect {
   // Whether every element of the threshold bin (digit `pass` equal to `bin`
   // under the resolved prefix) has one key: a key of the bin is sampled
   // (one strided element per thread), then the slice is read until an
-  // element of the bin with another key turns up. Block-wide; one CTA per
-  // row only.
+  // element of the bin with another key turns up. Block-wide; only in the
+  // kernels of kUniformCheck.
   __device__ __forceinline__ bool bin_is_uniform() {
+    static_assert(kUniformCheck, "one CTA per row, exact 32-bit digits");
     if (threadIdx.x == 0) {
       ctl->rep_ok = 0;
       ctl->differ = 0;
     }
     // An element is in the bin iff its key matches the resolved prefix
-    // extended by this pass's digit (and, after a coarse first pass, its
-    // coarse digit is the coarse bin): one mask and one compare.
-    const int jd = pass - (kCoarse ? 1 : 0);
-    const int hi = KB - jd * R;
-    const int lo = hi - R > 0 ? hi - R : 0;
-    const u32 bmask = mask | (((1u << (hi - lo)) - 1u) << lo);
-    const u32 bprefix = prefix | (bin << lo);
-    const auto in_bin = [&](u32 key) {
-      return (key & bmask) == bprefix && (!kCoarse || coarse_digit(key) == coarse_bin);
-    };
+    // extended by this pass's digit: one mask and one compare.
+    const DigitBits b = digit_bits(pass);
+    const u32 bmask = mask | (b.ones << b.lo);
+    const u32 bprefix = prefix | (bin << b.lo);
+    const auto in_bin = [&](u32 key) { return (key & bmask) == bprefix; };
     __syncthreads();
     const int tid = static_cast<int>(threadIdx.x);
     const int js = static_cast<int>(static_cast<long long>(tid) * len / T);  // spread: sorted rows too
@@ -915,11 +919,9 @@ struct RowSelect {
       if (kCoarse && pass == 0) {
         coarse_bin = bin;
       } else {
-        const int j = pass - (kCoarse ? 1 : 0);
-        const int hi = KB - j * R;
-        const int lo = hi - R > 0 ? hi - R : 0;
-        mask |= ((1u << (hi - lo)) - 1u) << lo;
-        prefix |= bin << lo;
+        const DigitBits b = digit_bits(pass);
+        mask |= b.ones << b.lo;
+        prefix |= bin << b.lo;
       }
       k_rem = need;
       cur = nxt;
