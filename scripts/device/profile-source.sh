@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Per-instruction profile of chosen variants (development aid): Nsight
+# Compute's source page, one launch each, every SASS instruction with how
+# often it ran and where warps stalled on it, as CSV under $OUT (NAME.csv).
+#   scripts/device/profile-source.sh NAME SHAPE VARIANT [NAME SHAPE VARIANT]...
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+B=${TOPK_BUNDLE:-build-device}
+OUT=${OUT:-/tmp/topk-out}
+mkdir -p "$OUT" /tmp/topk-tests/cubins
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64:$PWD/$B/lib"
+while [[ $# -ge 3 ]]; do
+  echo "=== $1: $2 $3"
+  ncu --section SourceCounters --section SpeedOfLight --section InstructionStats -k regex:topk_kernel -c 1 \
+      -o "/tmp/$1" -f "$B/bin/topk-probe" --shape "$2" --variant "$3" --cubins /tmp/topk-tests/cubins --no-verify \
+      >"/tmp/$1.log" 2>&1
+  echo "ncu rc=$?"; tail -3 "/tmp/$1.log"
+  ncu -i "/tmp/$1.ncu-rep" --page source --print-source sass --csv >"$OUT/$1.csv" 2>&1
+  echo "source page rc=$? ($(wc -l <"$OUT/$1.csv") lines)"
+  ncu -i "/tmp/$1.ncu-rep" --page details 2>&1 | grep -E "Duration|Executed Ipc|Issue Slots Busy|Instructions|Memory Throughput|DRAM Throughput" | head -12
+  shift 3
+done
