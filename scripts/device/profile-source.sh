@@ -4,6 +4,10 @@
 # often it ran and where warps stalled on it, as CSV under $OUT (NAME.csv).
 #   scripts/device/profile-source.sh NAME SHAPE VARIANT [NAME SHAPE VARIANT]...
 set -uo pipefail
+if [[ $# -eq 0 || $(($# % 3)) -ne 0 ]]; then
+  echo "usage: $0 NAME SHAPE VARIANT [NAME SHAPE VARIANT]..." >&2
+  exit 2
+fi
 cd "$(dirname "$0")/../.."
 B=${TOPK_BUNDLE:-build-device}
 OUT=${OUT:-/tmp/topk-out}
