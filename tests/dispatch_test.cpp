@@ -14,26 +14,22 @@ namespace {
 const char* kHere = "NVIDIA H200|sm_90|132sm|L2=62914560";
 const char* kTwin = "NVIDIA H100 80GB HBM3|sm_90|132sm|L2=52428800";
 
-Problem Dsa(int64_t batch, int64_t n, int64_t k) {
+Problem Rows(DType dtype, int64_t batch, int64_t n, int64_t k, bool ranges, bool values) {
   Problem p;
-  p.dtype = DType::kF32;
+  p.dtype = dtype;
   p.batch = batch;
   p.n = n;
   p.k = k;
-  p.ranges = true;
+  p.ranges = ranges;
+  p.values = values;
   return p;
 }
 
+// DSA indexer rows: fp32 with per-row ranges.
+Problem Dsa(int64_t batch, int64_t n, int64_t k) { return Rows(DType::kF32, batch, n, k, true, false); }
+
 // bf16 sampling rows: logits with values out.
-Problem Sampling(int64_t batch, int64_t n, int64_t k) {
-  Problem p;
-  p.dtype = DType::kBF16;
-  p.batch = batch;
-  p.n = n;
-  p.k = k;
-  p.values = true;
-  return p;
-}
+Problem Sampling(int64_t batch, int64_t n, int64_t k) { return Rows(DType::kBF16, batch, n, k, false, true); }
 
 gen::Config Cfg(int block, int cluster, int buffer, DType dtype = DType::kF32) {
   gen::Config c;
