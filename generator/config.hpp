@@ -32,13 +32,19 @@ struct Config {
   // cluster per row (one binary serves every cluster size: it is a launch
   // attribute).
   int cluster = 1;
-  int rounds = 1;          // refinement passes before direct ranking is allowed
+  // Refinement passes before direct ranking is allowed. In warp mode it is
+  // [code] and names how the threshold is found: 0 = tournament (k <= 16)
+  // or one bit per step over a strided row; 1 = fp32 only, up to 16 items:
+  // whole rows in 16-byte loads and, for k <= 8, one bounding round from
+  // the lane maxima before the exact steps (fast with many rows).
+  int rounds = 1;
   bool row_cache = true;   // keep the row in shared memory as far as it fits
   int items = 0;           // [code] warp mode: elements per lane (n <= 32 * items)
 
   bool operator==(const Config&) const = default;
 
   bool warp_mode() const { return cluster == 0; }
+  bool warp_bound() const { return warp_mode() && rounds == 1; }
   // The template's CLUSTER parameter: 0, 1, or 2 for any cluster size.
   int cluster_class() const;
   int key_bits() const { return dtype == DType::kF32 ? 32 : 16; }
@@ -55,7 +61,8 @@ struct Config {
   // Readable id from every parameter, e.g.
   // "radix_f32_b512_r11_s4096_c8_t1_m1_i0" ("r11h" with half_first).
   std::string Id() const;
-  // Id of the compiled binary: only the [code] fields.
+  // Id of the compiled binary: only the [code] fields ("_t1" is appended for
+  // warp_bound()).
   std::string KernelKey() const;
   static StatusOr<Config> FromId(std::string_view id);
 

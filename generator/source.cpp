@@ -46,7 +46,7 @@ KernelSource Finish(KernelSource s) {
 KernelSource GenerateSource(const Config& c) {
   std::ostringstream pol;
   pol << "topk::Policy<" << static_cast<int>(c.dtype) << ", " << c.block_threads << ", " << c.radix_bits << ", "
-      << (c.half_first ? 1 : 0) << ", " << c.cluster_class() << ", " << c.items << ">";
+      << (c.half_first ? 1 : 0) << ", " << c.cluster_class() << ", " << c.items << (c.warp_bound() ? ", 1" : "") << ">";
   KernelSource s;
   s.key = c.KernelKey();
   s.file_name = s.key + ".cu";

@@ -101,6 +101,10 @@ DispatchDecision Decide(const cache::Cache* cache, const std::string& device_fin
       // other knobs carry over and the items follow this row.
       cache::Winner adapted = w;
       if (adapted.config.warp_mode()) adapted.config.items = gen::WarpItems(p.n);
+      // The lane-maximum bound pays off only with many rows in flight (H100,
+      // f32 256 k8: 4096 rows 4.30 us against the tournament's 4.80, 1024
+      // rows 3.00 against 2.66): far fewer rows than tuned take rounds 0.
+      if (adapted.config.warp_bound() && p.batch * 2 < w.problem.batch) adapted.config.rounds = 0;
       if (!Fits(adapted, p, arch)) continue;
       AdaptBuffer(&adapted.config, w.problem.k, p, arch);
       // Equally near (a shape halfway between two tuned ones in log space):

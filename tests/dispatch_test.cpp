@@ -152,6 +152,31 @@ TEST_F(DispatchTest, NearestWarpWinnerFollowsTheRowLength) {
   EXPECT_FALSE(l.config.warp_mode());
 }
 
+TEST_F(DispatchTest, NearestWarpBoundWinnerKeepsItsBodyOnlyForManyRows) {
+  gen::Config bound;
+  bound.dtype = DType::kF32;
+  bound.block_threads = 128;
+  bound.radix_bits = 1;
+  bound.cluster = 0;
+  bound.items = 8;
+  bound.smem_buffer = 0;
+  bound.rounds = 1;
+  bound.row_cache = false;
+  // With ranges, so that the fixture's 4096-row tournament winner (no
+  // ranges) is not a candidate.
+  Win(kHere, Rows(DType::kF32, 16384, 256, 8, true, false), bound, 11.0);
+  const DispatchDecision d = Decide(cache_.get(), kHere, {}, false, Rows(DType::kF32, 8192, 256, 8, true, false), arch_);
+  ASSERT_EQ(d.source, DispatchSource::kNearest);
+  EXPECT_EQ(d.tuned_batch, 16384);
+  EXPECT_EQ(d.config, bound);  // half the tuned rows: the bound stays
+  const DispatchDecision f = Decide(cache_.get(), kHere, {}, false, Rows(DType::kF32, 6000, 200, 8, true, false), arch_);
+  ASSERT_EQ(f.source, DispatchSource::kNearest);
+  ASSERT_EQ(f.tuned_batch, 16384);
+  gen::Config fewer = bound;
+  fewer.rounds = 0;  // under half: the tournament body, same block and items
+  EXPECT_EQ(f.config, fewer);
+}
+
 TEST_F(DispatchTest, ShapeDistanceIsSymmetricAndZeroOnlyForEqualShapes) {
   const Problem a = Dsa(64, 32768, 2048), b = Dsa(1, 524288, 2048);
   EXPECT_DOUBLE_EQ(ShapeDistance(a, a), 0);

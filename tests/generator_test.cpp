@@ -143,6 +143,22 @@ TEST(ConstraintTest, RejectsEachBrokenConstraintByName) {
                     c = Warp();
                     c.items = 0;
                   })});
+  // The warp-mode bound: rounds 0 or 1, and 1 only for 32-bit keys and at
+  // most 16 items per lane.
+  rows.push_back({"rounds", with([](Config& c) {
+                    c = Warp();
+                    c.rounds = 2;
+                  })});
+  rows.push_back({"rounds", with([](Config& c) {
+                    c = Warp();  // bf16
+                    c.rounds = 1;
+                  })});
+  rows.push_back({"rounds", with([](Config& c) {
+                    c = Warp();
+                    c.dtype = DType::kF32;
+                    c.items = 32;
+                    c.rounds = 1;
+                  })});
   for (const Row& r : rows) {
     Status s = Validate(r.c, Arch::Sm90());
     ASSERT_FALSE(s.ok()) << r.c.Id();
@@ -216,6 +232,39 @@ TEST(SpaceTest, ShortRowsGetWarpModeLongSingleRowsGetClusters) {
   EXPECT_FALSE(has(a100, [](const Config& c) { return c.cluster > 1; }));
 }
 
+TEST(SpaceTest, WarpBoundIsItsOwnKernelForFp32Only) {
+  Config w = Warp();
+  w.dtype = DType::kF32;
+  EXPECT_TRUE(Validate(w, Arch::Sm90()).ok());
+  Config b = w;
+  b.rounds = 1;
+  ASSERT_TRUE(Validate(b, Arch::Sm90()).ok()) << Validate(b, Arch::Sm90()).ToString();
+  EXPECT_TRUE(b.warp_bound());
+  EXPECT_FALSE(w.warp_bound());
+  EXPECT_EQ(b.Id(), "radix_f32_b256_r1_s0_c0_t1_m0_i8");
+  EXPECT_EQ(b.KernelKey(), w.KernelKey() + "_t1");
+  EXPECT_NE(GenerateSource(b).hash, GenerateSource(w).hash);
+  EXPECT_EQ(GenerateSource(b).name_expression, "topk::topk_kernel<topk::Policy<0, 256, 1, 0, 0, 8, 1>>");
+  EXPECT_EQ(GenerateSource(w).name_expression, "topk::topk_kernel<topk::Policy<0, 256, 1, 0, 0, 8>>");
+  auto back = Config::FromId(b.Id());
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, b);
+  // The tuner sees both warp bodies for fp32 rows, only the first for 16-bit keys.
+  auto count = [](const std::vector<Config>& v, int rounds) {
+    int n = 0;
+    for (const Config& c : v) n += c.warp_mode() && c.rounds == rounds;
+    return n;
+  };
+  const auto f32 = Enumerate(Prob(DType::kF32, 4096, 256, 8), Arch::Sm90());
+  EXPECT_EQ(count(f32, 0), 3);
+  EXPECT_EQ(count(f32, 1), 3);
+  const auto bf16 = Enumerate(Prob(DType::kBF16, 16384, 256, 8), Arch::Sm90());
+  EXPECT_EQ(count(bf16, 0), 3);
+  EXPECT_EQ(count(bf16, 1), 0);
+  EXPECT_EQ(count(EnumerateKernels(DType::kF32, Arch::Sm80()), 1), 12);  // 3 blocks x items 2..16
+  EXPECT_EQ(count(EnumerateKernels(DType::kF16, Arch::Sm90()), 1), 0);
+}
+
 TEST(SpaceTest, KernelEnumerationCoversEveryCodeShapeOnce) {
   for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
     const auto k90 = EnumerateKernels(dt, Arch::Sm90());
@@ -235,13 +284,22 @@ TEST(SpaceTest, KernelEnumerationCoversEveryCodeShapeOnce) {
 
 TEST(SpaceTest, DefaultsAreValid) {
   for (DType dt : {DType::kF32, DType::kF16, DType::kBF16})
-    for (const Problem& p : {Prob(dt, 1, 1, 1), Prob(dt, 4096, 256, 8), Prob(dt, 64, 4096, 128),
+    for (const Problem& p : {Prob(dt, 1, 1, 1), Prob(dt, 4096, 256, 8), Prob(dt, 4096, 3, 2), Prob(dt, 64, 4096, 128),
                              Prob(dt, 1, 524288, 2048), Prob(dt, 7, 513, 600)})
       for (const Arch& a : {Arch::Sm80(), Arch::Sm90()}) {
         const Config c = DefaultConfig(p, a);
         EXPECT_TRUE(ValidateFor(c, a, p).ok()) << p.ToString() << " " << c.Id() << " "
                                                << ValidateFor(c, a, p).ToString();
       }
+}
+
+TEST(SpaceTest, DefaultTakesTheWarpBoundForManyFp32RowsAndSmallK) {
+  EXPECT_TRUE(DefaultConfig(Prob(DType::kF32, 4096, 256, 8), Arch::Sm90()).warp_bound());
+  EXPECT_TRUE(DefaultConfig(Prob(DType::kF32, 16384, 200, 2), Arch::Sm80()).warp_bound());
+  EXPECT_FALSE(DefaultConfig(Prob(DType::kF32, 1024, 256, 8), Arch::Sm90()).warp_bound());
+  EXPECT_FALSE(DefaultConfig(Prob(DType::kF32, 4096, 256, 16), Arch::Sm90()).warp_bound());
+  EXPECT_FALSE(DefaultConfig(Prob(DType::kBF16, 16384, 256, 8), Arch::Sm90()).warp_bound());
+  EXPECT_FALSE(DefaultConfig(Prob(DType::kF32, 4096, 1024, 8), Arch::Sm90()).warp_mode());
 }
 
 TEST(ArchTest, FromName) {

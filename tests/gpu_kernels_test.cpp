@@ -94,6 +94,15 @@ std::vector<CaseSpec> WarpCases(int items) {
       {37, m, 12, Dist::kReversed, false},
       {41, m, 16, Dist::kSpecial, false, true, true},
       {41, m, 2, Dist::kSpecial, false, true},
+      // The bound kernels (fp32, rounds 1): whole rows in vector loads and
+      // small_k for k <= 8: drops below the lane-maximum bound, ties at the
+      // threshold, all-equal rows, many CTAs, and k = 9 (the tournament
+      // over the vector map).
+      {37, m, 8, Dist::kTiesAtK, false, false, true},
+      {37, m, 8, Dist::kAllEqual, true},
+      {4098, m, 7, Dist::kFewDistinct},
+      {4096, m, 8, Dist::kNormal, true, false, true},
+      {37, m, 9, Dist::kTiesAtK, true, false, true},
   };
 }
 

@@ -193,7 +193,7 @@ const std::vector<Knob>& Knobs() {
        [](const gen::Config& c) {
          return std::make_pair(c.cluster == 0 ? std::string("warp") : std::to_string(c.cluster), double(c.cluster));
        }},
-      {"rounds", "refinement rounds",
+      {"rounds", "refinement rounds (warp: 1 = lane-max bound)",
        [](const gen::Config& c) { return std::make_pair(std::to_string(c.rounds), double(c.rounds)); }},
       {"row_cache", "row cached in smem",
        [](const gen::Config& c) {

@@ -15,7 +15,10 @@ namespace topk {
 //          1 = a coarse 8-bit first digit with fp16's resolution (fp32 only;
 //              RowSelect::coarse_digit).
 // ITEMS:   warp mode only: elements held per lane (n <= 32 * ITEMS).
-template <int DTYPE, int BLOCK, int RADIX, int FIRST, int CLUSTER, int ITEMS>
+// BOUND:   warp mode only (the host's "rounds" knob there): 0 = tournament
+//          or bit search over a strided row; 1 = 32-bit keys, vector loads
+//          and a lane-maximum bound first for k <= 8 (warp_select.cuh).
+template <int DTYPE, int BLOCK, int RADIX, int FIRST, int CLUSTER, int ITEMS, int BOUND = 0>
 struct Policy {
   static constexpr int kDtype = DTYPE;
   static constexpr int kBlock = BLOCK;
@@ -23,6 +26,7 @@ struct Policy {
   static constexpr int kFirst = FIRST;
   static constexpr int kCluster = CLUSTER;
   static constexpr int kItems = ITEMS;
+  static constexpr int kBound = BOUND;
 
   static constexpr int kKeyBits = Keys<DTYPE>::kBits;
   static constexpr int kExactPasses = CLUSTER == 0 ? 0 : (kKeyBits + RADIX - 1) / RADIX;
@@ -43,6 +47,8 @@ struct Policy {
   static_assert(FIRST == 0 || (DTYPE == kF32 && RADIX >= 8), "the coarse first pass is for fp32");
   static_assert(CLUSTER >= 0 && CLUSTER <= 2, "cluster mode: 0 warp, 1 CTA, 2 cluster");
   static_assert(CLUSTER != 0 || ITEMS > 0, "warp mode holds at least one item per lane");
+  static_assert(BOUND == 0 || (CLUSTER == 0 && kKeyBits == 32 && ITEMS <= 16),
+                "the lane-maximum bound is for warp mode, 32-bit keys, up to 16 items per lane");
 };
 
 // Dynamic shared memory of a block/cluster launch, laid out as: histograms,
