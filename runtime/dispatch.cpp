@@ -101,10 +101,16 @@ DispatchDecision Decide(const cache::Cache* cache, const std::string& device_fin
       // other knobs carry over and the items follow this row.
       cache::Winner adapted = w;
       if (adapted.config.warp_mode()) adapted.config.items = gen::WarpItems(p.n);
-      // The lane-maximum bound pays off only with many rows in flight (H100,
-      // f32 256 k8: 4096 rows 4.30 us against the tournament's 4.80, 1024
-      // rows 3.00 against 2.66): far fewer rows than tuned take rounds 0.
-      if (adapted.config.warp_bound() && p.batch * 2 < w.problem.batch) adapted.config.rounds = 0;
+      // Far fewer rows than tuned (under half): the tournament body and the
+      // smallest block. The lane-maximum bound and large blocks pay off only
+      // with many rows in flight (H100, f32 rows of 256, k8, one run: 4096
+      // rows b512 bound 5.27 us against the tournament's 5.96; 1024 rows
+      // b128 tournament 3.09, b512 bound 3.80, b512 tournament 4.05; 64 rows
+      // b128 tournament 2.01, b512 tournament 3.10).
+      if (adapted.config.warp_mode() && p.batch * 2 < w.problem.batch) {
+        adapted.config.rounds = 0;
+        adapted.config.block_threads = 128;
+      }
       if (!Fits(adapted, p, arch)) continue;
       AdaptBuffer(&adapted.config, w.problem.k, p, arch);
       // Equally near (a shape halfway between two tuned ones in log space):

@@ -144,6 +144,15 @@ TEST_F(DispatchTest, NearestWarpWinnerFollowsTheRowLength) {
   EXPECT_TRUE(d.config.warp_mode());
   EXPECT_EQ(d.config.items, 2);  // not the tuned 8: registers for 64 elements
   EXPECT_EQ(d.config.block_threads, 256);
+  // 64 rows from the 4096-row winner: the smallest block.
+  Problem few = short_rows;
+  few.batch = 64;
+  few.n = 256;
+  few.k = 8;
+  const DispatchDecision f = Decide(cache_.get(), kHere, {}, false, few, arch_);
+  ASSERT_EQ(f.source, DispatchSource::kNearest);
+  EXPECT_EQ(f.config.block_threads, 128);
+  EXPECT_EQ(f.config.items, 8);
   // A row longer than the warp kernel can hold skips the warp winner.
   Problem longer = short_rows;
   longer.n = 4096;
@@ -152,10 +161,10 @@ TEST_F(DispatchTest, NearestWarpWinnerFollowsTheRowLength) {
   EXPECT_FALSE(l.config.warp_mode());
 }
 
-TEST_F(DispatchTest, NearestWarpBoundWinnerKeepsItsBodyOnlyForManyRows) {
+TEST_F(DispatchTest, NearestWarpWinnerKeepsItsBodyAndBlockOnlyForManyRows) {
   gen::Config bound;
   bound.dtype = DType::kF32;
-  bound.block_threads = 128;
+  bound.block_threads = 512;
   bound.radix_bits = 1;
   bound.cluster = 0;
   bound.items = 8;
@@ -173,7 +182,8 @@ TEST_F(DispatchTest, NearestWarpBoundWinnerKeepsItsBodyOnlyForManyRows) {
   ASSERT_EQ(f.source, DispatchSource::kNearest);
   ASSERT_EQ(f.tuned_batch, 16384);
   gen::Config fewer = bound;
-  fewer.rounds = 0;  // under half: the tournament body, same block and items
+  fewer.rounds = 0;  // under half: the tournament body, the smallest block
+  fewer.block_threads = 128;
   EXPECT_EQ(f.config, fewer);
 }
 
