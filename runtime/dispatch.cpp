@@ -95,22 +95,20 @@ DispatchDecision Decide(const cache::Cache* cache, const std::string& device_fin
     double best = std::numeric_limits<double>::infinity();
     int64_t best_work = 0;
     for (const cache::Winner& w : *like) {
-      // A warp-mode winner holds its tuned row length in registers; a
-      // shorter row wastes them (measured: 4096x64 ran at half the speed of
-      // the default with the 4096x256 winner's 8 items per lane), so the
-      // other knobs carry over and the items follow this row.
+      // A warp-mode winner carries over only to rows of its own length class
+      // (the same items per lane) and to within a factor of two of its
+      // batch; anything else takes the default, whose warp rules come from
+      // measurements across row counts. Measured (H100, f32, k8 unless
+      // noted): 4096 x 64 ran at half the default's speed with the
+      // 4096 x 256 winner's 8 items per lane, and at the default's speed with
+      // the items adapted but the winner's 512-thread block (2.76 us against
+      // 2.73 at k2); with that winner 16384 x 256 took 14.1 us against the
+      // default's 12.5, 4096 x 512 9.26 against 8.32; 64 rows of 256 took
+      // 3.10 us with a 512-thread block against 2.01 with 128 threads.
+      if (w.config.warp_mode() && (w.config.items != gen::WarpItems(p.n) || p.batch * 2 < w.problem.batch ||
+                                   p.batch > 2 * w.problem.batch))
+        continue;
       cache::Winner adapted = w;
-      if (adapted.config.warp_mode()) adapted.config.items = gen::WarpItems(p.n);
-      // Far fewer rows than tuned (under half): the tournament body and the
-      // smallest block. The lane-maximum bound and large blocks pay off only
-      // with many rows in flight (H100, f32 rows of 256, k8, one run: 4096
-      // rows b512 bound 5.27 us against the tournament's 5.96; 1024 rows
-      // b128 tournament 3.09, b512 bound 3.80, b512 tournament 4.05; 64 rows
-      // b128 tournament 2.01, b512 tournament 3.10).
-      if (adapted.config.warp_mode() && p.batch * 2 < w.problem.batch) {
-        adapted.config.rounds = 0;
-        adapted.config.block_threads = 128;
-      }
       if (!Fits(adapted, p, arch)) continue;
       AdaptBuffer(&adapted.config, w.problem.k, p, arch);
       // Equally near (a shape halfway between two tuned ones in log space):

@@ -134,34 +134,35 @@ TEST_F(DispatchTest, AnotherDevicesEntriesOnlyWithAllowSameArch) {
             DispatchSource::kDefault);
 }
 
-TEST_F(DispatchTest, NearestWarpWinnerFollowsTheRowLength) {
-  Problem short_rows;
-  short_rows.batch = 4096;
-  short_rows.n = 64;
-  short_rows.k = 2;
-  const DispatchDecision d = Decide(cache_.get(), kHere, {}, false, short_rows, arch_);
+TEST_F(DispatchTest, NearestWarpWinnerOnlyForItsRowLengthAndBatch) {
+  // The fixture's 4096 x 256 k8 winner: 256 threads, 8 items per lane.
+  Problem near;
+  near.batch = 8192;
+  near.n = 200;  // 8 items per lane as well
+  near.k = 5;
+  const DispatchDecision d = Decide(cache_.get(), kHere, {}, false, near, arch_);
   ASSERT_EQ(d.source, DispatchSource::kNearest);
-  EXPECT_TRUE(d.config.warp_mode());
-  EXPECT_EQ(d.config.items, 2);  // not the tuned 8: registers for 64 elements
+  EXPECT_EQ(d.tuned_batch, 4096);
   EXPECT_EQ(d.config.block_threads, 256);
-  // 64 rows from the 4096-row winner: the smallest block.
-  Problem few = short_rows;
-  few.batch = 64;
-  few.n = 256;
-  few.k = 8;
-  const DispatchDecision f = Decide(cache_.get(), kHere, {}, false, few, arch_);
-  ASSERT_EQ(f.source, DispatchSource::kNearest);
-  EXPECT_EQ(f.config.block_threads, 128);
-  EXPECT_EQ(f.config.items, 8);
+  EXPECT_EQ(d.config.items, 8);
+  // Another row-length class, or a batch beyond a factor of two: the default.
+  for (auto [batch, n] : {std::pair<int64_t, int64_t>{4096, 64}, {4096, 512}, {2047, 256}, {8193, 256}, {64, 256}}) {
+    Problem q = near;
+    q.batch = batch;
+    q.n = n;
+    const DispatchDecision e = Decide(cache_.get(), kHere, {}, false, q, arch_);
+    EXPECT_EQ(e.source, DispatchSource::kDefault) << q.ToString();
+    EXPECT_EQ(e.config, gen::DefaultConfig(q, arch_)) << q.ToString();
+  }
   // A row longer than the warp kernel can hold skips the warp winner.
-  Problem longer = short_rows;
+  Problem longer = near;
   longer.n = 4096;
   longer.k = 8;
   const DispatchDecision l = Decide(cache_.get(), kHere, {}, false, longer, arch_);
   EXPECT_FALSE(l.config.warp_mode());
 }
 
-TEST_F(DispatchTest, NearestWarpWinnerKeepsItsBodyAndBlockOnlyForManyRows) {
+TEST_F(DispatchTest, NearestWarpBoundWinnerWithinItsBatchRange) {
   gen::Config bound;
   bound.dtype = DType::kF32;
   bound.block_threads = 512;
@@ -174,17 +175,15 @@ TEST_F(DispatchTest, NearestWarpWinnerKeepsItsBodyAndBlockOnlyForManyRows) {
   // With ranges, so that the fixture's 4096-row tournament winner (no
   // ranges) is not a candidate.
   Win(kHere, Rows(DType::kF32, 16384, 256, 8, true, false), bound, 11.0);
-  const DispatchDecision d = Decide(cache_.get(), kHere, {}, false, Rows(DType::kF32, 8192, 256, 8, true, false), arch_);
+  const DispatchDecision d = Decide(cache_.get(), kHere, {}, false, Rows(DType::kF32, 8192, 256, 4, true, false), arch_);
   ASSERT_EQ(d.source, DispatchSource::kNearest);
   EXPECT_EQ(d.tuned_batch, 16384);
-  EXPECT_EQ(d.config, bound);  // half the tuned rows: the bound stays
-  const DispatchDecision f = Decide(cache_.get(), kHere, {}, false, Rows(DType::kF32, 6000, 200, 8, true, false), arch_);
-  ASSERT_EQ(f.source, DispatchSource::kNearest);
-  ASSERT_EQ(f.tuned_batch, 16384);
-  gen::Config fewer = bound;
-  fewer.rounds = 0;  // under half: the tournament body, the smallest block
-  fewer.block_threads = 128;
-  EXPECT_EQ(f.config, fewer);
+  EXPECT_EQ(d.config, bound);
+  const Problem fewer = Rows(DType::kF32, 6000, 256, 8, true, false);
+  const DispatchDecision f = Decide(cache_.get(), kHere, {}, false, fewer, arch_);
+  EXPECT_EQ(f.source, DispatchSource::kDefault);
+  EXPECT_EQ(f.config.block_threads, 128);
+  EXPECT_TRUE(f.config.warp_bound());  // the default's rule: 4096 fp32 rows or more, k <= 8
 }
 
 TEST_F(DispatchTest, ShapeDistanceIsSymmetricAndZeroOnlyForEqualShapes) {
