@@ -1,5 +1,7 @@
 #include "runtime/dispatch.hpp"
 
+#include "topk/args.h"
+
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -42,9 +44,9 @@ bool Fits(const cache::Winner& w, const Problem& p, const gen::Arch& arch) {
 }
 
 // Whether a buffer of `buffer` candidates lets the one-CTA kernel capture
-// the likely candidates of a row while it histograms it (the kernel's
-// try_spec rule: room for 1.25 k + 64).
-bool Speculates(int buffer, int64_t k) { return buffer > 0 && k + k / 4 + 64 <= buffer; }
+// the likely candidates of a row while it histograms it: the kernel's own
+// rule (TOPK_SPECULATES, at least 512 and room for 1.25 k + 64).
+bool Speculates(int buffer, int64_t k) { return TOPK_SPECULATES(static_cast<int64_t>(buffer), k); }
 
 }  // namespace
 

@@ -283,6 +283,12 @@ TEST_F(DispatchTest, NearestOneCtaWinnerGetsABufferForItsK) {
   cached.row_cache = false;
   AdaptBuffer(&cached, 512, Dsa(64, 8192, 1024), arch_);
   EXPECT_EQ(cached.smem_buffer, 4096);
+  // Below 512 candidates the kernel never speculates (TOPK_SPECULATES):
+  // nothing to keep, so the buffer stays even where k would fit it.
+  gen::Config tiny = Cfg(512, 1, 256);
+  tiny.row_cache = false;
+  AdaptBuffer(&tiny, 64, Dsa(4, 131072, 1024), arch_);
+  EXPECT_EQ(tiny.smem_buffer, 256);
 }
 
 TEST(FitClusterToBatch, HalvesOnlyWhenTheTunedBatchFitAndThisOneDoesNot) {

@@ -12,6 +12,11 @@
 // Capacity of the rank list (candidates ranked directly in the last step).
 #define TOPK_RANK_CAP 256
 
+// Whether a one-CTA kernel's first pass captures candidates speculatively
+// (RowSelect, radix_select.cuh): a buffer of at least 512 with room for
+// k + k/4 + 64 of them. The runtime's buffer adaptation uses the same rule.
+#define TOPK_SPECULATES(buffer, k) ((buffer) >= 512 && (k) + (k) / 4 + 64 <= (buffer))
+
 struct TopkArgs {
   const void* input;     // [batch, row_stride] elements of the variant's dtype
   const int* ranges;     // [batch][2] or null

@@ -775,7 +775,7 @@ struct RowSelect {
     // over 8 random inputs: 57-115 us, now 60.3-60.7 us). A larger margin is
     // no safer: for k = 64 of 201088 bf16 logits the bin one lower overflows
     // a 1024 buffer (+16 made that shape 1.9x slower).
-    const bool try_spec = !kClustered && S >= 512 && k + k / 4 + 64 <= S && nvec >= 4 * T;
+    const bool try_spec = !kClustered && TOPK_SPECULATES(S, k) && nvec >= 4 * T;
     if (!try_spec) {
       visit_global(0, Pass0Op{this});
     } else {
