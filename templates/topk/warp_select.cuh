@@ -3,8 +3,9 @@
 // at a time, a radix select of width 1 where each step is one warp reduction
 // (no shared memory, no barriers); it stops as soon as exactly k keys reach
 // the candidate threshold. For small k (MoE routing) a tournament of
-// per-lane sorted keys (16-bit keys, or k > 8) or a lower bound from the
-// lane maxima (32-bit keys, k <= 8) takes the place of the bit steps.
+// per-lane sorted keys takes the place of the bit steps or, in the bound
+// variant (Policy BOUND = 1: 32-bit keys, k <= 8), a lower bound from the
+// lane maxima (small_k).
 #pragma once
 #include "topk/args.h"
 #include "topk/keys.cuh"
@@ -47,7 +48,8 @@ __device__ __forceinline__ void sort_desc(T (&v)[N]) {
       }
 }
 
-// Small k, 16-bit keys or k > 8: every lane sorts its keys, packed with the
+// Small k (k <= 16, but k <= 8 of 32-bit keys in the bound variant go to
+// small_k): every lane sorts its keys, packed with the
 // inverted element index (so all packed keys are distinct, ties go to the
 // lower index, and a missing element packs to 0, below every real one);
 // then k rounds each take the warp's largest head and let its lane advance.
