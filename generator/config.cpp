@@ -214,6 +214,21 @@ void RadixKinds(DType dtype, std::vector<std::pair<int, bool>>* out) {
 constexpr int kSmCountHint = 132;  // clusters beyond ~2 CTAs per SM cannot run at once
 constexpr int64_t kWarpBoundRows = 4096;  // the default's batch for warp_bound()
 
+// A warp-mode config: one warp per row, keys in registers, no buffer or
+// row cache; `rounds` picks the body (0 or 1, see Config::rounds).
+Config WarpConfig(DType dtype, int block, int items, int rounds) {
+  Config c;
+  c.dtype = dtype;
+  c.block_threads = block;
+  c.radix_bits = 1;
+  c.cluster = 0;
+  c.items = items;
+  c.smem_buffer = 0;
+  c.rounds = rounds;
+  c.row_cache = false;
+  return c;
+}
+
 }  // namespace
 
 int WarpItems(int64_t n) {
@@ -227,15 +242,7 @@ std::vector<Config> EnumerateKernels(DType dtype, const Arch& arch) {
   for (int b : {128, 256, 512}) {
     for (int items : {2, 4, 8, 16})
       for (int bound : {0, 1}) {
-        Config c;
-        c.dtype = dtype;
-        c.block_threads = b;
-        c.radix_bits = 1;
-        c.cluster = 0;
-        c.items = items;
-        c.smem_buffer = 0;
-        c.rounds = bound;
-        c.row_cache = false;
+        const Config c = WarpConfig(dtype, b, items, bound);
         if (Validate(c, arch).ok()) out.push_back(c);
       }
   }
@@ -263,15 +270,7 @@ std::vector<Config> Enumerate(const Problem& p, const Arch& arch, const SpaceOpt
   if (opts.include_warp && p.n <= 512) {
     for (int b : {128, 256, 512})
       for (int bound : {0, 1}) {
-        Config c;
-        c.dtype = p.dtype;
-        c.block_threads = b;
-        c.radix_bits = 1;
-        c.cluster = 0;
-        c.items = WarpItems(p.n);
-        c.smem_buffer = 0;
-        c.rounds = bound;
-        c.row_cache = false;
+        const Config c = WarpConfig(p.dtype, b, WarpItems(p.n), bound);
         if (ValidateFor(c, arch, p).ok()) out.push_back(c);
       }
   }
@@ -308,22 +307,17 @@ std::vector<Config> Enumerate(const Problem& p, const Arch& arch, const SpaceOpt
 }
 
 Config DefaultConfig(const Problem& p, const Arch& arch) {
-  Config c;
-  c.dtype = p.dtype;
   if (p.n <= 512) {
-    c.cluster = 0;
-    c.block_threads = 128;
-    c.radix_bits = 1;
-    c.items = WarpItems(p.n);
-    c.smem_buffer = 0;
     // The lane-maximum bound for many fp32 rows and k <= 8 (H100, rows of
     // 256, 128 threads: 4096 rows k8 5.41 us against the tournament's 5.97,
     // 16384 rows 12.43 against 17.31, k2 4.11 against 5.42; 2048 rows even,
     // 1024 rows 3.60 against 3.09, k16 7.39 against 7.11).
-    c.rounds = p.dtype == DType::kF32 && p.k <= 8 && p.batch >= kWarpBoundRows && c.items <= 16 ? 1 : 0;
-    c.row_cache = false;
-    return c;
+    const int items = WarpItems(p.n);
+    const bool bound = p.dtype == DType::kF32 && p.k <= 8 && p.batch >= kWarpBoundRows && items <= 16;
+    return WarpConfig(p.dtype, 128, items, bound ? 1 : 0);
   }
+  Config c;
+  c.dtype = p.dtype;
   // One CTA per row, 11-bit digits on the exact key, a 4096-candidate buffer
   // and the row cached; rows too few to fill the GPU split over a cluster
   // (up to 16 CTAs, while each still gets >= 8K elements). 512 threads, not

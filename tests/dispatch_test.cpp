@@ -43,6 +43,20 @@ gen::Config Cfg(int block, int cluster, int buffer, DType dtype = DType::kF32) {
   return c;
 }
 
+// One warp per row, 8 items per lane; `rounds` picks the body.
+gen::Config WarpCfg(int block, int rounds) {
+  gen::Config c;
+  c.dtype = DType::kF32;
+  c.block_threads = block;
+  c.radix_bits = 1;
+  c.cluster = 0;
+  c.items = 8;
+  c.smem_buffer = 0;
+  c.rounds = rounds;
+  c.row_cache = false;
+  return c;
+}
+
 class DispatchTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -59,20 +73,7 @@ class DispatchTest : public ::testing::Test {
     Win(kHere, Dsa(64, 32768, 2048), Cfg(1024, 2, 4096), 18.1);
     Win(kHere, Dsa(1, 524288, 2048), Cfg(1024, 16, 1024), 26.1);
     Win(kTwin, Dsa(8, 65536, 2048), Cfg(512, 8, 4096), 20.0);
-    gen::Config warp;
-    warp.dtype = DType::kF32;
-    warp.block_threads = 256;
-    warp.radix_bits = 1;
-    warp.cluster = 0;
-    warp.items = 8;
-    warp.smem_buffer = 0;
-    warp.rounds = 0;
-    warp.row_cache = false;
-    Problem moe;
-    moe.batch = 4096;
-    moe.n = 256;
-    moe.k = 8;
-    Win(kHere, moe, warp, 5.6);
+    Win(kHere, Rows(DType::kF32, 4096, 256, 8, false, false), WarpCfg(256, 0), 5.6);
   }
 
   void Win(const char* fp, const Problem& p, const gen::Config& c, double us) {
@@ -163,15 +164,7 @@ TEST_F(DispatchTest, NearestWarpWinnerOnlyForItsRowLengthAndBatch) {
 }
 
 TEST_F(DispatchTest, NearestWarpBoundWinnerWithinItsBatchRange) {
-  gen::Config bound;
-  bound.dtype = DType::kF32;
-  bound.block_threads = 512;
-  bound.radix_bits = 1;
-  bound.cluster = 0;
-  bound.items = 8;
-  bound.smem_buffer = 0;
-  bound.rounds = 1;
-  bound.row_cache = false;
+  const gen::Config bound = WarpCfg(512, 1);
   // With ranges, so that the fixture's 4096-row tournament winner (no
   // ranges) is not a candidate.
   Win(kHere, Rows(DType::kF32, 16384, 256, 8, true, false), bound, 11.0);
