@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <thread>
 #include <cstdlib>
+#include <cctype>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -83,6 +84,57 @@ std::vector<gen::Config> Candidates(const Problem& p, const gen::Arch& arch) {
   return v;
 }
 
+// Development defines (--define NAME[=VALUE]) prepended to every kernel
+// source, e.g. TOPK_STOP_AT=N (radix_select.cuh) to time a prefix of the
+// kernel's phases; they change the kernel's key and hash, so such cubins never
+// mix with the real ones in the store.
+std::vector<std::string> g_defines;
+
+gen::KernelSource WithDefines(gen::KernelSource src) {
+  std::string pre, tag;
+  for (const std::string& d : g_defines) {
+    const size_t eq = d.find('=');
+    pre += "#define " + (eq == std::string::npos ? d : d.substr(0, eq) + " " + d.substr(eq + 1)) + "\n";
+    tag += "_" + d;
+  }
+  if (pre.empty()) return src;
+  for (char& ch : tag)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  src.text = pre + src.text;
+  src.key += tag;
+  src.hash = gen::HashHex(src.hash + pre);
+  return src;
+}
+
+// With --define TOPK_TRACE: the phase boundaries CTA 0 passed in the last
+// launch (radix_select.cuh), in SM cycles and microseconds since its entry:
+// b<i> = boundary i, m<i> = trace-only mark i, end0 = exit.
+void PrintTrace(CUfunction fn) {
+  CUmodule mod = nullptr;
+  CUdeviceptr dptr = 0;
+  size_t bytes = 0;
+  unsigned long long t[32] = {};
+  int khz = 0;
+  CUdevice dev = 0;
+  if (cuFuncGetModule(&mod, fn) != CUDA_SUCCESS || cuModuleGetGlobal(&dptr, &bytes, mod, "topk_trace") != CUDA_SUCCESS ||
+      bytes != sizeof(t) || cuCtxSynchronize() != CUDA_SUCCESS || cuMemcpyDtoH(t, dptr, sizeof(t)) != CUDA_SUCCESS ||
+      cuCtxGetDevice(&dev) != CUDA_SUCCESS ||
+      cuDeviceGetAttribute(&khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev) != CUDA_SUCCESS || khz <= 0) {
+    std::printf("    trace: not available\n");
+    return;
+  }
+  std::printf("    trace (cycles, us at %.0f MHz):", khz / 1000.0);
+  for (int i = 1; i < 32; ++i)
+    if (t[i] >= t[0] && t[i] != 0)
+      std::printf(" %s%d=%llu/%.2f", i == 31 ? "end" : i >= 20 ? "m" : "b", i == 31 ? 0 : i >= 20 ? i : i - 1,
+                  t[i] - t[0], (t[i] - t[0]) / (khz * 1e-3));
+  std::printf("\n");
+  const unsigned long long zero[32] = {};
+  (void)cuMemcpyHtoD(dptr, zero, sizeof(zero));
+}
+
+gen::KernelSource Source(const gen::Config& c) { return WithDefines(gen::GenerateSource(c)); }
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -111,6 +163,8 @@ int main(int argc, char** argv) {
       variants.push_back(next());
     } else if (a == "--cubins") {
       cubins = next();
+    } else if (a == "--define") {
+      g_defines.push_back(next());
     } else if (a == "--no-verify") {
       verify = false;
     } else if (a == "--targets") {
@@ -125,7 +179,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: topk-probe (--shape DT:BxN:K[:ranges][:values][:smallest][:sorted][:rotate][:dist=D])... "
-                   "[--variant ID|default|all]... [--targets] [--cubins DIR] [--no-verify]\n");
+                   "[--variant ID|default|all]... [--targets] [--cubins DIR] [--no-verify] [--define NAME[=VALUE]]...\n");
       return 2;
     }
   }
@@ -147,13 +201,15 @@ int main(int argc, char** argv) {
   {
     std::vector<gen::KernelSource> srcs;
     for (const Shape& s : shapes) {
-      for (const gen::Config& c : Candidates(s.p, arch)) srcs.push_back(gen::GenerateSource(c));
+      const bool all = variants.empty() || (variants.size() == 1 && variants[0] == "all");
+      if (all)
+        for (const gen::Config& c : Candidates(s.p, arch)) srcs.push_back(Source(c));
       for (const std::string& v : variants) {
         auto c = gen::Config::FromId(v);
-        if (c.ok()) srcs.push_back(gen::GenerateSource(*c));
+        if (c.ok()) srcs.push_back(Source(*c));
       }
-      srcs.push_back(gen::GenerateSource(gen::DefaultConfig(s.p, arch)));
-      if (s.p.sorted) srcs.push_back(gen::SortSource(s.p.dtype));
+      srcs.push_back(Source(gen::DefaultConfig(s.p, arch)));
+      if (s.p.sorted) srcs.push_back(WithDefines(gen::SortSource(s.p.dtype)));
     }
     std::atomic<size_t> next{0};
     std::vector<std::thread> pool;
@@ -163,6 +219,8 @@ int main(int argc, char** argv) {
       });
     for (auto& th : pool) th.join();
   }
+  bool trace = false;
+  for (const std::string& d : g_defines) trace = trace || d == "TOPK_TRACE";
   int failures = 0;
   for (const Shape& s : shapes) {
     auto dist = tuner::ParseDist(s.dist);
@@ -192,10 +250,10 @@ int main(int argc, char** argv) {
     double best = 1e30;
     std::string best_id;
     for (const gen::Config& c : cs) {
-      auto fn = ks.Function(gen::GenerateSource(c));
+      auto fn = ks.Function(Source(c));
       CUfunction sort = nullptr;
       if (s.p.sorted) {
-        auto sf = ks.Function(gen::SortSource(s.p.dtype));
+        auto sf = ks.Function(WithDefines(gen::SortSource(s.p.dtype)));
         if (sf.ok()) sort = *sf;
       }
       if (!fn.ok()) {
@@ -224,6 +282,7 @@ int main(int argc, char** argv) {
         continue;
       }
       std::printf("  %-44s %9.2f us  [p10 %.2f p90 %.2f]\n", c.Id().c_str(), t->median, t->p10, t->p90);
+      if (trace) PrintTrace(*fn);
       if (t->median < best) {
         best = t->median;
         best_id = c.Id();

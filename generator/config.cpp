@@ -26,7 +26,7 @@ int Config::passes() const {
 
 int Config::hist_smem_bytes() const {
   if (warp_mode()) return 0;
-  return (2 + (cluster > 1 ? 1 : 0)) * (1 << radix_bits) * 4;
+  return (2 + (cluster > 1 ? 2 : 0)) * (1 << radix_bits) * 4;  // P::kHistSmem
 }
 
 int Config::fixed_smem_bytes() const {

@@ -67,6 +67,17 @@ struct Cluster {
       asm volatile("ld.shared::cluster.u64 %0, [%1];" : "=l"(v) : "r"(addr));
     return v;
   }
+  // Four consecutive words (addr 16-byte aligned): one request instead of four.
+  __device__ __forceinline__ static uint4 load4(u32 addr) {
+    uint4 v;
+    if (C == 1)
+      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr));
+    else
+      asm volatile("ld.shared::cluster.v4.u32 {%0, %1, %2, %3}, [%4];"
+                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                   : "r"(addr));
+    return v;
+  }
   __device__ __forceinline__ static void store(u32 addr, u32 v) {
     if (C == 1)
       asm volatile("st.shared.u32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");

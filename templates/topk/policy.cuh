@@ -33,8 +33,8 @@ struct Policy {
   static constexpr int kPasses = kExactPasses + FIRST;
   static constexpr int kBins = CLUSTER == 0 ? 0 : (1 << RADIX);
   // Shared memory before the candidate buffer: two histograms and, for a
-  // cluster, the cluster-wide sum.
-  static constexpr int kHistSmem = CLUSTER == 0 ? 0 : (2 + (CLUSTER > 1 ? 1 : 0)) * kBins * 4;
+  // cluster, the cluster-wide sum and this CTA's place in each bin.
+  static constexpr int kHistSmem = CLUSTER == 0 ? 0 : (2 + (CLUSTER > 1 ? 2 : 0)) * kBins * 4;
   // Warp mode runs many small CTAs per SM: cap registers at 64 per thread so
   // that occupancy is not register-bound (96 for 16 items per lane, which
   // spill at 64 on sm_80). One CTA per SM is the floor elsewhere (the row

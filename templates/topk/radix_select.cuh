@@ -15,7 +15,10 @@
 // clips. In a cluster, when the whole threshold bin fits one buffer, every
 // CTA sends its candidates to the leader CTA and the leader finishes alone:
 // the later passes then cost no cluster barriers or distributed-memory
-// histogram merges, which the profile showed to dominate long rows.
+// histogram merges, which the profile showed to dominate long rows. A
+// cluster's CTAs take their output slots and their places in the leader's
+// buffer from bases the merged histograms give (the CTAs ranked below count
+// first), so no scan does an atomic on another CTA's shared memory.
 //
 // The scan stops early when the threshold bin holds exactly the elements still
 // needed, ranks the candidates directly once they are few (after `rounds`
@@ -33,8 +36,8 @@
 namespace topk {
 
 struct RowControl {
-  u32 out;     // next free output slot (leader CTA's is the cluster's)
-  u32 tie;     // ties taken at the last digit (leader's)
+  u32 out;     // next free output slot (one CTA per row)
+  u32 tie;     // ties taken at the last digit (one CTA per row)
   u32 buf_n;   // candidates in this CTA's buffer
   u32 list_n;  // entries in this CTA's rank list
   u32 max_local;
@@ -42,10 +45,46 @@ struct RowControl {
   u32 rep;     // a key of the threshold bin (uniform-bin check)
   u32 rep_ok;  // rep was found
   u32 differ;  // an element of the checked bin differs from rep
-  u32 pad[3];
+  // A cluster's CTAs count the elements each takes in the current pass
+  // (selections; gathered candidates or ties) locally, from bases set by the
+  // histograms: no atomics on another CTA's shared memory.
+  u32 sel_n;
+  u32 eq_n;
+  u32 pad;
   ThresholdResult thr;
-  u32 scan_scratch[32];
+  u32 scan_scratch[64];
 };
+
+// Development aids, never defined by the generator (topk-probe --define):
+// TOPK_STOP_AT makes the kernel return at phase boundary TOPK_STOP_AT, so
+// that timing each prefix of the phases tells where a row's time goes (its
+// output is wrong by design); TOPK_TRACE has thread 0 of CTA 0 note clock64()
+// at every boundary in topk_trace[1 + boundary] (entry in [0], exit in [31]).
+// Boundaries: 0 after the setup; 1 after pass 0's read of the row; 2 + 2p
+// after pass p's threshold search; 3 + 2p after pass p's scan. Trace only:
+// [20] pass 0's scan starts, [21] it ends, [22] the gather's barrier is past,
+// [23] pass 0's barrier before the merge is past, [24] the merge is done.
+#ifdef TOPK_TRACE
+extern "C" {
+__device__ unsigned long long topk_trace[32];
+}
+#define TOPK_MARK(i) \
+  {                  \
+    if (blockIdx.x == 0 && threadIdx.x == 0 && (i) < 32) topk_trace[i] = clock64(); \
+  }
+#else
+#define TOPK_MARK(i) {}
+#endif
+#ifdef TOPK_STOP_AT
+#define TOPK_STOP(n)                          \
+  TOPK_MARK(1 + (n))                          \
+  if (TOPK_STOP_AT == (n)) {                  \
+    if (kClustered && !solo) Cl::sync();      \
+    return;                                   \
+  }
+#else
+#define TOPK_STOP(n) TOPK_MARK(1 + (n))
+#endif
 
 enum Action : int { kFilter = 0, kSelectAll = 1, kTies = 2, kRankList = 3 };
 
@@ -56,6 +95,9 @@ struct RowSelect {
   using Cached = typename K::Cached;
   using Cl = Cluster<(P::kCluster > 1 ? 2 : 1)>;
   static constexpr int kMaxCluster = 16;
+  // CTAs whose histogram loads the merge keeps in flight at once (4 words
+  // each; 8 made the 1024-thread kernels spill at their 64-register cap).
+  static constexpr int kMergeGroup = P::kBlock >= 1024 ? 4 : 8;
   static constexpr int T = P::kBlock;
   static constexpr int R = P::kRadix;
   static constexpr int NB = 1 << R;
@@ -87,7 +129,8 @@ struct RowSelect {
 
   // Shared memory.
   u32* hist;  // [2][NB]
-  u32* ghist;
+  u32* ghist;  // cluster: the merged histogram
+  u32* gpre;   // cluster: per bin, the CTAs ranked below this one summed
   u32* buf_key;
   u32* buf_idx;
   u64* list;
@@ -118,6 +161,10 @@ struct RowSelect {
   u32 mask;  // exact key bits resolved by earlier passes
   u32 prefix;
   u32 coarse_bin;
+  // Cluster: this pass's first output slot of this CTA, and its first place
+  // among the pass's elements of the threshold bin (in CTA rank order).
+  u32 sel_base;
+  u32 eq_base;
   u32* hist_next;
   bool buffering;  // the pass-0 filter copies candidates to this CTA's buffer
   bool gather;     // ... to the leader's buffer
@@ -243,6 +290,15 @@ struct RowSelect {
     return __shfl_sync(kFullMask, base, 0) + pre;
   }
 
+  // This lane's first of `n` consecutive slots from this CTA's counter `c`
+  // (per-lane atomics for 32-bit keys, see kLaneAtomics; a warp-wide
+  // reservation for the cluster's candidates measured 1-11% slower on
+  // H100). Warp-uniform call.
+  __device__ __forceinline__ u32 take_local(u32* c, u32 n) const {
+    if constexpr (kLaneAtomics) return n != 0 ? atomicAdd(c, n) : 0u;
+    return reserve(smem_addr(c), n, false);
+  }
+
   // Speculative capture: copies the elements whose first digit reaches
   // spec_bin into the buffer; beyond its capacity it only notes the
   // overflow (the speculation then fails and the exact path runs). Few
@@ -308,7 +364,14 @@ struct RowSelect {
           eq |= 1u << i;
       }
     }
-    if (kLaneAtomics && !kClustered) {
+    if constexpr (kClustered) {
+      if (__any_sync(kFullMask, sel != 0)) {
+        u32 pos = sel_base + take_local(&ctl->sel_n, __popc(sel));
+#pragma unroll
+        for (int i = 0; i < N; ++i)
+          if ((sel >> i) & 1u) write(pos++, col[i]);
+      }
+    } else if (kLaneAtomics) {
       if (sel != 0) {
         u32 pos = atomicAdd(&ctl->out, static_cast<u32>(__popc(sel)));
 #pragma unroll
@@ -326,7 +389,7 @@ struct RowSelect {
       if (gather) {
         // Addresses in the leader's shared memory (mapa is one instruction;
         // keeping them live would cost registers in the hot loop).
-        u32 pos = reserve(Cl::map(&ctl->buf_n, 0), __popc(eq), true);
+        u32 pos = eq_base + take_local(&ctl->eq_n, __popc(eq));
         const u32 lead_key = Cl::map(buf_key, 0), lead_idx = Cl::map(buf_idx, 0);
 #pragma unroll
         for (int i = 0; i < N; ++i)
@@ -355,7 +418,8 @@ struct RowSelect {
         hist_add(hist_next, dig, eq);
       }
     } else if (action == kTies) {
-      u32 t = reserve(Cl::map(&ctl->tie, 0), __popc(eq), true);
+      u32 t = kClustered ? eq_base + take_local(&ctl->eq_n, __popc(eq))
+                         : reserve(Cl::map(&ctl->tie, 0), __popc(eq), true);
 #pragma unroll
       for (int i = 0; i < N; ++i)
         if ((eq >> i) & 1u) {
@@ -391,7 +455,10 @@ struct RowSelect {
   // loops that stop on it vote, so that a warp leaves together even if its
   // lanes read the counter apart (the warp-wide votes after the test need
   // every lane).
-  __device__ __forceinline__ bool ties_taken() const { return Cl::load(Cl::map(&ctl->tie, 0)) >= need; }
+  __device__ __forceinline__ bool ties_taken() const {
+    if constexpr (kClustered) return eq_base + Cluster<1>::load(smem_addr(&ctl->eq_n)) >= need;
+    return Cl::load(Cl::map(&ctl->tie, 0)) >= need;
+  }
 
   // Visits slice elements from global memory: the body vectors [v0, v1)
   // and, on request, the head and the tail elements (outside the
@@ -669,6 +736,7 @@ struct RowSelect {
   }
 
   __device__ void run(const TopkArgs& a, unsigned char* smem, RowControl* control) {
+    TOPK_MARK(0)
     C = static_cast<int>(Cl::size());
     const int rowi = blockIdx.x / C;
     const u32 rank = Cl::rank();
@@ -731,7 +799,8 @@ struct RowSelect {
     ctl = control;
     hist = reinterpret_cast<u32*>(smem);
     ghist = hist + 2 * NB;
-    buf_key = ghist + (kClustered ? NB : 0);
+    gpre = ghist + NB;
+    buf_key = ghist + (kClustered ? 2 * NB : 0);
     buf_idx = buf_key + S;
     list = reinterpret_cast<u64*>(buf_idx + S);
     cache = reinterpret_cast<Cached*>(smem + smem_layout_bytes(P::kHistSmem, S, rank_ok, 0, 0));
@@ -761,6 +830,7 @@ struct RowSelect {
     bool buffered = false;
     u32 k_rem = static_cast<u32>(k);
     __syncthreads();
+    TOPK_STOP(0)
 
     // Pass 0. One CTA per row with a buffer that can hold ~1.25 k: histogram
     // a sample of the slice first (a quarter or an eighth), take the highest
@@ -796,34 +866,71 @@ struct RowSelect {
       }
       visit_range(nA, nvec, false, false, Pass0Op{this});
     }
+    TOPK_STOP(1)
 
     int cur = 0;
     for (;;) {
       sync_row();  // hist[cur] is complete in every CTA working on the row
+      if (pass == 0) TOPK_MARK(23)
       const u32* g = hist + cur * NB;
       if (kClustered && !solo) {
-        // All remote loads of a bin are issued before any is used, so their
-        // latencies overlap instead of adding up (CTAs beyond C load nothing).
-        for (int i = threadIdx.x; i < NB; i += T) {
-          u32 v[kMaxCluster];
+        // Four bins per request (the merge was the longest step of pass 0
+        // on 16-CTA rows: one 4-byte load per bin and CTA), kMergeGroup
+        // CTAs' loads in flight before any is used (CTAs beyond C load nothing).
+        // The same loads give this CTA's place in each bin: the sum over the
+        // CTAs ranked below it.
+        for (int q = threadIdx.x; q < NB / 4; q += T) {
+          uint4 s = make_uint4(0, 0, 0, 0), below = make_uint4(0, 0, 0, 0);
 #pragma unroll
-          for (int c = 0; c < kMaxCluster; ++c) v[c] = c < C ? Cl::load(Cl::map(hist + cur * NB + i, c)) : 0u;
-          u32 s = 0;
+          for (int c0 = 0; c0 < kMaxCluster; c0 += kMergeGroup) {
+            if (c0 >= C) break;
+            uint4 v[kMergeGroup];
 #pragma unroll
-          for (int c = 0; c < kMaxCluster; ++c) s += v[c];
-          ghist[i] = s;
+            for (int c = 0; c < kMergeGroup; ++c)
+              v[c] = c0 + c < C ? Cl::load4(Cl::map(hist + cur * NB + 4 * q, c0 + c)) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+            for (int c = 0; c < kMergeGroup; ++c) {
+              const bool lower = c0 + c < static_cast<int>(rank);
+              s.x += v[c].x;
+              s.y += v[c].y;
+              s.z += v[c].z;
+              s.w += v[c].w;
+              below.x += lower ? v[c].x : 0u;
+              below.y += lower ? v[c].y : 0u;
+              below.z += lower ? v[c].z : 0u;
+              below.w += lower ? v[c].w : 0u;
+            }
+          }
+          reinterpret_cast<uint4*>(ghist)[q] = s;
+          reinterpret_cast<uint4*>(gpre)[q] = below;
         }
-        __syncthreads();
         g = ghist;
       }
+      // The counters of the previous pass are no longer read (barrier
+      // above); find_threshold's barriers order this before the next scan.
+      if (kClustered && threadIdx.x == 0) {
+        ctl->sel_n = 0;
+        ctl->eq_n = 0;
+      }
+      if (kClustered && !solo) __syncthreads();  // ghist and gpre are complete
+      if (pass == 0) TOPK_MARK(24)
       // The other histogram is free once every CTA passed the barrier above
       // (its last readers were the previous round's merges): zero it during
       // the threshold search for the next pass to fill.
       const int nxt = cur ^ 1;
       hist_next = hist + nxt * NB;
-      const ThresholdResult thr = find_threshold<T, NB>(g, k_rem, &ctl->thr, ctl->scan_scratch, hist_next);
+      const ThresholdResult thr =
+          find_threshold<T, NB, kClustered>(g, k_rem, &ctl->thr, ctl->scan_scratch, hist_next, gpre);
       bin = thr.bin;
       need = k_rem - thr.above;
+      if constexpr (kClustered) {
+        // Every CTA scans what it histogrammed: the pass's elements above the
+        // threshold bin of the CTAs ranked below this one come first (their
+        // number is thr.above_pre), and likewise within the bin.
+        sel_base = static_cast<u32>(k) - k_rem + (solo ? 0u : thr.above_pre);
+        eq_base = solo ? 0u : gpre[bin];
+      }
+      TOPK_STOP(2 + 2 * pass)
 
       if (pass == 0 && spec) {
         // Every element that can still be selected was captured iff the
@@ -852,9 +959,11 @@ struct RowSelect {
         }
       }
 
+      if (pass == 0) TOPK_MARK(20)
       const bool last = pass == kPasses - 1;
       if (thr.count == need) {
         action = kSelectAll;
+        if constexpr (kClustered) sel_base += eq_base;  // the bin is selected too
         if (pass == 0)
           scan<true>(buffered);
         else
@@ -898,15 +1007,19 @@ struct RowSelect {
         scan<true>(buffered);
       else
         scan<false>(buffered);
+      if (pass == 0) TOPK_MARK(21)
       if (gather) {
         // Every candidate and every selection of the pass is in place; the
         // leader goes on alone with the gathered buffer.
         Cl::sync();
         if (rank != 0) return;
+        TOPK_MARK(22)
         solo = true;
         gather = false;
         C = 1;
-        const u32 n = ctl->buf_n;
+        // The CTAs wrote the bin's elements to [0, thr.count) of the buffer.
+        const u32 n = thr.count;
+        if (threadIdx.x == 0) ctl->buf_n = n;
         for (u32 base = (threadIdx.x >> 5) * 32; base < n; base += T) {
           const u32 i = base + lane_id();
           u32 d[1] = {i < n ? digit(buf_key[i], pass + 1) : 0u};
@@ -927,6 +1040,7 @@ struct RowSelect {
       cur = nxt;
       ++pass;
     }
+    TOPK_MARK(31)
     if (kClustered && !solo) Cl::sync();  // peers may still read this CTA's shared memory
   }
 };

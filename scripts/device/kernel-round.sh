@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# One device call for a kernel change (development aid): every variant exact
+# (gpu_kernels_test), the target shapes' variants timed by the probe built
+# before the change and by this one (probe-compare.sh), and CTA 0's phase
+# trace of chosen variants (TOPK_TRACE). Logs under $OUT.
+#   scripts/device/kernel-round.sh
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+B=${TOPK_BUNDLE:-build-device}
+OUT=${OUT:-/tmp/topk-out}
+mkdir -p "$OUT" /tmp/topk-tests/cubins
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64:$PWD/$B/lib"
+export TOPK_TEST_TMP=/tmp/topk-tests
+if [[ ${SKIP_EXACT:-0} != 1 ]]; then
+  timeout 500 "$B/bin/gpu_kernels_test" >"$OUT/gpu_kernels_test.log" 2>&1
+  echo "gpu_kernels_test rc=$?: $(grep -E '^\[  (PASSED|FAILED)|tests ran' "$OUT/gpu_kernels_test.log" | tr '\n' ' ')"
+  grep -E "FAILED|wrong" "$OUT/gpu_kernels_test.log" | head -5
+fi
+cmp() {  # SHAPE VARIANT...: the probe before the change, this one, and this one with $DEFINE
+  local shape=$1
+  shift
+  local args=()
+  for v in "$@"; do args+=(--variant "$v"); done
+  scripts/device/probe-compare.sh --shape "$shape" "${args[@]}" 2>&1 | grep -E "===|rc=|us"
+  if [[ -n ${DEFINE:-} ]]; then
+    echo "=== topk-probe --define $DEFINE"
+    "$B/bin/topk-probe" --shape "$shape" "${args[@]}" --define "$DEFINE" --cubins /tmp/topk-define-cubins 2>&1 |
+      grep -E "us|WRONG"
+  fi
+}
+cmp f32:1x131072:2048:ranges radix_f32_b512_r8_s1024_c16_t3_m1_i0 radix_f32_b512_r8_s4096_c16_t3_m1_i0 \
+  radix_f32_b512_r11_s4096_c16_t2_m1_i0 radix_f32_b512_r8_s4096_c8_t3_m1_i0 radix_f32_b1024_r8_s4096_c16_t3_m1_i0 \
+  radix_f32_b256_r8_s4096_c16_t3_m1_i0 radix_f32_b512_r8h_s4096_c16_t4_m1_i0 radix_f32_b512_r8_s4096_c16_t1_m1_i0
+cmp f32:1x524288:2048:ranges radix_f32_b1024_r8_s4096_c16_t3_m1_i0 radix_f32_b1024_r11_s4096_c16_t2_m1_i0 \
+  radix_f32_b512_r8_s4096_c16_t3_m1_i0 radix_f32_b1024_r8_s1024_c16_t3_m1_i0 radix_f32_b1024_r8_s4096_c8_t3_m1_i0 \
+  radix_f32_b1024_r8h_s4096_c16_t4_m1_i0
+cmp f32:64x32768:2048:ranges radix_f32_b1024_r11_s4096_c1_t1_m0_i0 radix_f32_b512_r11_s4096_c2_t2_m1_i0 \
+  radix_f32_b1024_r11_s4096_c2_t2_m1_i0 radix_f32_b512_r8_s4096_c2_t3_m1_i0 radix_f32_b256_r11_s4096_c2_t2_m1_i0 \
+  radix_f32_b512_r11_s4096_c4_t2_m1_i0
+cmp f32:128x131072:2048:ranges radix_f32_b1024_r11_s4096_c1_t1_m0_i0 radix_f32_b1024_r11_s4096_c2_t2_m1_i0
+cmp "bf16:128x201088:64:values:rotate:dist=logits" radix_bf16_b1024_r11_s4096_c1_t1_m0_i0 \
+  radix_bf16_b1024_r11_s4096_c2_t1_m1_i0
+trace() {  # SHAPE VARIANT...
+  local shape=$1
+  shift
+  local args=()
+  for v in "$@"; do args+=(--variant "$v"); done
+  "$B/bin/topk-probe" --shape "$shape" "${args[@]}" --define TOPK_TRACE --cubins /tmp/topk-trace-cubins 2>&1 |
+    grep -E "us|trace"
+}
+echo "=== traces (CTA 0; b<i> = phase boundary i, see radix_select.cuh)"
+trace f32:64x32768:2048:ranges radix_f32_b512_r11_s4096_c2_t2_m1_i0
+trace f32:1x131072:2048:ranges radix_f32_b512_r8_s1024_c16_t3_m1_i0 radix_f32_b512_r8_s4096_c16_t3_m1_i0 \
+  radix_f32_b512_r11_s4096_c16_t2_m1_i0 radix_f32_b512_r8_s4096_c8_t3_m1_i0
+trace f32:1x524288:2048:ranges radix_f32_b1024_r8_s4096_c16_t3_m1_i0 radix_f32_b1024_r11_s4096_c16_t2_m1_i0
