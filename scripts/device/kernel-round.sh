@@ -16,11 +16,14 @@ if [[ ${SKIP_EXACT:-0} != 1 ]]; then
   echo "gpu_kernels_test rc=$?: $(grep -E '^\[  (PASSED|FAILED)|tests ran' "$OUT/gpu_kernels_test.log" | tr '\n' ' ')"
   grep -E "FAILED|wrong" "$OUT/gpu_kernels_test.log" | head -5
 fi
-cmp() {  # SHAPE VARIANT...: the probe before the change, this one, and this one with $DEFINE
-  local shape=$1
-  shift
-  local args=()
+variant_args() {  # VARIANT... -> args=(--variant V ...)
+  args=()
   for v in "$@"; do args+=(--variant "$v"); done
+}
+cmp() {  # SHAPE VARIANT...: the probe before the change, this one, and this one with $DEFINE
+  local shape=$1 args
+  shift
+  variant_args "$@"
   scripts/device/probe-compare.sh --shape "$shape" "${args[@]}" 2>&1 | grep -E "===|rc=|us"
   if [[ -n ${DEFINE:-} ]]; then
     echo "=== topk-probe --define $DEFINE"
@@ -41,10 +44,9 @@ cmp f32:128x131072:2048:ranges radix_f32_b1024_r11_s4096_c1_t1_m0_i0 radix_f32_b
 cmp "bf16:128x201088:64:values:rotate:dist=logits" radix_bf16_b1024_r11_s4096_c1_t1_m0_i0 \
   radix_bf16_b1024_r11_s4096_c2_t1_m1_i0
 trace() {  # SHAPE VARIANT...
-  local shape=$1
+  local shape=$1 args
   shift
-  local args=()
-  for v in "$@"; do args+=(--variant "$v"); done
+  variant_args "$@"
   "$B/bin/topk-probe" --shape "$shape" "${args[@]}" --define TOPK_TRACE --cubins /tmp/topk-trace-cubins 2>&1 |
     grep -E "us|trace"
 }
