@@ -235,7 +235,7 @@ TEST(CliHelpTest, EverySubcommandHelpNamesItsKeyOptions) {
   const std::vector<std::pair<std::string, std::vector<std::string>>> table = {
       {"devices", {"--json"}},
       {"space", {"--shape", "--arch", "--json"}},
-      {"emit", {"--variant", "--default", "--shape", "--standalone", "--out"}},
+      {"emit", {"--variant", "--default", "--shape", "--standalone", "--out", "--resources"}},
       {"tune",
        {"--preset", "--shapes", "--shape", "--budget", "--strategy", "--device", "--devices", "--shard", "--db",
         "--timeout", "--l2", "--dist", "--retime", "--max-candidates", "--no-resume", "--json"}},
@@ -470,6 +470,24 @@ TEST(CliEmitTest, PrintsTheSourceOfAVariantOrTheDefault) {
   const std::string text = ReadFile(file);
   EXPECT_FALSE(Contains(text, "#include \"topk/")) << "standalone source still includes the templates";
   EXPECT_TRUE(Contains(r.err, "wrote " + file)) << r.err;
+}
+
+// --resources compiles with NVRTC (no GPU) and reports ptxas's figures: a
+// warp-mode kernel at its register cap without spills, and the sm_80 target.
+TEST(CliEmitTest, ResourcesReportsRegistersAndSpills) {
+  const std::string id = "radix_f32_b256_r1_s0_c0_t0_m0_i8";
+  Result r = RunCli({"emit", "--variant", id, "--resources"});
+  ASSERT_EQ(r.code, kOk) << Describe(r);
+  EXPECT_TRUE(Contains(r.out, "variant " + id + ") for sm_90, nvrtc ")) << r.out;
+  EXPECT_TRUE(Contains(r.out, " registers, ")) << r.out;
+  EXPECT_TRUE(Contains(r.out, " bytes spill loads")) << r.out;
+  EXPECT_FALSE(Contains(r.out, "template __global__")) << "--resources prints the figures, not the source";
+  r = RunCli({"emit", "--variant", id, "--resources", "--arch", "sm_80"});
+  ASSERT_EQ(r.code, kOk) << Describe(r);
+  EXPECT_TRUE(Contains(r.out, ") for sm_80, ")) << r.out;
+  // A cluster kernel is not valid for sm_80: a usage error before compiling.
+  r = RunCli({"emit", "--variant", "radix_f32_b512_r11_s4096_c8_t2_m1_i0", "--resources", "--arch", "sm_80"});
+  EXPECT_EQ(r.code, kUsage) << Describe(r);
 }
 
 TEST(CliEmitTest, RejectsBadIdsAndInvalidConfigs) {

@@ -227,6 +227,12 @@ TEST(SpaceTest, ShortRowsGetWarpModeLongSingleRowsGetClusters) {
   const auto dsa = Enumerate(Prob(DType::kF32, 1, 524288, 2048), Arch::Sm90());
   EXPECT_TRUE(has(dsa, [](const Config& c) { return c.cluster == 16; }));
   EXPECT_FALSE(has(dsa, [](const Config& c) { return c.warp_mode(); }));
+  // The 8192-candidate buffer: one CTA per row and k >= 1024 only.
+  const auto big = Enumerate(Prob(DType::kF32, 128, 131072, 2048), Arch::Sm90());
+  EXPECT_TRUE(has(big, [](const Config& c) { return c.smem_buffer == 8192 && c.cluster == 1; }));
+  EXPECT_FALSE(has(big, [](const Config& c) { return c.smem_buffer == 8192 && c.cluster != 1; }));
+  EXPECT_FALSE(has(Enumerate(Prob(DType::kF32, 64, 32768, 512), Arch::Sm90()),
+                   [](const Config& c) { return c.smem_buffer == 8192; }));
   // No clusters on sm_80.
   const auto a100 = Enumerate(Prob(DType::kF32, 1, 524288, 2048), Arch::Sm80());
   EXPECT_FALSE(has(a100, [](const Config& c) { return c.cluster > 1; }));

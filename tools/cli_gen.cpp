@@ -7,6 +7,7 @@
 
 #include "generator/config.hpp"
 #include "generator/source.hpp"
+#include "jit/compiler.hpp"
 #include "tools/cli_common.hpp"
 
 namespace topk::cli {
@@ -100,6 +101,7 @@ Command AddEmit(CLI::App& root) {
     std::string shape;
     std::string arch = "sm_90";
     bool standalone = false;
+    bool resources = false;
     std::string out;
   };
   auto o = std::make_shared<Opts>();
@@ -112,12 +114,16 @@ Command AddEmit(CLI::App& root) {
   app->add_flag("--standalone", o->standalone,
                 "Inline the template headers so that `nvcc -arch=sm_90 -cubin FILE.cu` compiles it alone");
   app->add_option("-o,--out", o->out, "Write the source to this file instead of stdout");
+  app->add_flag("--resources", o->resources,
+                "Compile the kernel with NVRTC for --arch and print its registers, stack and spills instead of the "
+                "source (with -o, the source is still written)");
   v->excludes(d);
   app->footer(
       "Examples:\n"
       "  topk-tune emit --variant radix_f32_b512_r11_s4096_c1_t1_m1_i0\n"
       "  topk-tune emit --default --shape f32:64x32768:2048:ranges --standalone -o kernel.cu\n"
-      "  nvcc -arch=sm_90 -cubin kernel.cu");
+      "  nvcc -arch=sm_90 -cubin kernel.cu\n"
+      "  topk-tune emit --variant radix_f32_b1024_r11_s4096_c16_t1_m1_i0 --resources");
 
   auto run = [o]() -> int {
     if (o->variant.empty() && !o->use_default)
@@ -150,6 +156,22 @@ Command AddEmit(CLI::App& root) {
                   "topk-tune space --shape SHAPE lists the valid variants of a shape");
     const gen::KernelSource src = gen::GenerateSource(c);
     const std::string text = o->standalone ? gen::Standalone(src) : src.text;
+    if (o->resources) {
+      jit::CompileOptions opts;
+      opts.arch = arch->Name();
+      auto compiled = jit::MakeNvrtcCompiler()->Compile(src, opts);
+      if (!compiled.ok()) return Fail(kExitError, "compiling " + c.Id() + " failed: " + compiled.status().message());
+      const jit::ResourceUsage& u = compiled->usage;
+      std::cout << "kernel " << src.key << " (variant " << c.Id() << ") for " << opts.arch << ", "
+                << compiled->compiler_version << ": ";
+      if (u.known)
+        std::cout << u.registers << " registers, " << u.stack_bytes << " bytes stack, " << u.spill_stores
+                  << " bytes spill stores, " << u.spill_loads << " bytes spill loads"
+                  << (u.spills() ? " (spills)" : "") << "\n";
+      else
+        std::cout << "no resource report in the compiler log\n";
+      if (o->out.empty()) return kExitOk;
+    }
     if (o->out.empty()) {
       std::cout << text;
       if (!text.empty() && text.back() != '\n') std::cout << "\n";

@@ -15,6 +15,18 @@ if [[ ${SKIP_EXACT:-0} != 1 ]]; then
   timeout 500 "$B/bin/gpu_kernels_test" >"$OUT/gpu_kernels_test.log" 2>&1
   echo "gpu_kernels_test rc=$?: $(grep -E '^\[  (PASSED|FAILED)|tests ran' "$OUT/gpu_kernels_test.log" | tr '\n' ' ')"
   grep -E "FAILED|wrong" "$OUT/gpu_kernels_test.log" | head -5
+  # Where the named kernels spill (SASS around each local-memory access), from
+  # the cubins gpu_kernels_test just compiled (before the old probe adds its
+  # own), when cuobjdump is there.
+  CUOBJDUMP=/usr/local/cuda/bin/cuobjdump
+  if [[ -x $CUOBJDUMP ]]; then
+    for kern in ${SASS:-kernel_f32_b1024_r11_cN_i0}; do
+      name=$(grep -lx "$kern" /tmp/topk-tests/cubins/*.name 2>/dev/null | head -1)
+      [[ -n $name ]] || continue
+      $CUOBJDUMP -sass "${name%.name}.cubin" >"$OUT/$kern.sass" 2>&1
+      echo "=== $kern: $(grep -cE 'STL|LDL' "$OUT/$kern.sass") local-memory instructions (SASS in $kern.sass)"
+    done
+  fi
 fi
 variant_args() {  # VARIANT... -> args=(--variant V ...)
   args=()
@@ -36,11 +48,13 @@ cmp f32:1x131072:2048:ranges radix_f32_b512_r8_s1024_c16_t3_m1_i0 radix_f32_b512
   radix_f32_b256_r8_s4096_c16_t3_m1_i0 radix_f32_b512_r8h_s4096_c16_t4_m1_i0 radix_f32_b512_r8_s4096_c16_t1_m1_i0
 cmp f32:1x524288:2048:ranges radix_f32_b1024_r8_s4096_c16_t3_m1_i0 radix_f32_b1024_r11_s4096_c16_t2_m1_i0 \
   radix_f32_b512_r8_s4096_c16_t3_m1_i0 radix_f32_b1024_r8_s1024_c16_t3_m1_i0 radix_f32_b1024_r8_s4096_c8_t3_m1_i0 \
-  radix_f32_b1024_r8h_s4096_c16_t4_m1_i0
+  radix_f32_b1024_r8h_s4096_c16_t4_m1_i0 radix_f32_b1024_r11_s4096_c16_t1_m1_i0 radix_f32_b512_r11_s4096_c16_t2_m1_i0 \
+  radix_f32_b512_r11_s4096_c8_t2_m1_i0
 cmp f32:64x32768:2048:ranges radix_f32_b1024_r11_s4096_c1_t1_m0_i0 radix_f32_b512_r11_s4096_c2_t2_m1_i0 \
   radix_f32_b1024_r11_s4096_c2_t2_m1_i0 radix_f32_b512_r8_s4096_c2_t3_m1_i0 radix_f32_b256_r11_s4096_c2_t2_m1_i0 \
   radix_f32_b512_r11_s4096_c4_t2_m1_i0
-cmp f32:128x131072:2048:ranges radix_f32_b1024_r11_s4096_c1_t1_m0_i0 radix_f32_b1024_r11_s4096_c2_t2_m1_i0
+cmp f32:128x131072:2048:ranges radix_f32_b1024_r11_s4096_c1_t1_m0_i0 radix_f32_b1024_r11_s4096_c2_t2_m1_i0 \
+  radix_f32_b1024_r11_s8192_c1_t1_m0_i0
 cmp "bf16:128x201088:64:values:rotate:dist=logits" radix_bf16_b1024_r11_s4096_c1_t1_m0_i0 \
   radix_bf16_b1024_r11_s4096_c2_t1_m1_i0
 trace() {  # SHAPE VARIANT...

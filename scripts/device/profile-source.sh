@@ -15,12 +15,12 @@ mkdir -p "$OUT" /tmp/topk-tests/cubins
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:$PWD/$B/lib"
 while [[ $# -ge 3 ]]; do
   echo "=== $1: $2 $3"
-  ncu --section SourceCounters --section SpeedOfLight --section InstructionStats -k regex:topk_kernel -c 1 \
+  ncu --section SourceCounters --section SpeedOfLight --section InstructionStats --section WarpStateStats -k regex:topk_kernel -c 1 \
       -o "/tmp/$1" -f "$B/bin/topk-probe" --shape "$2" --variant "$3" --cubins /tmp/topk-tests/cubins --no-verify \
       >"/tmp/$1.log" 2>&1
   echo "ncu rc=$?"; tail -3 "/tmp/$1.log"
   ncu -i "/tmp/$1.ncu-rep" --page source --print-source sass --csv >"$OUT/$1.csv" 2>&1
   echo "source page rc=$? ($(wc -l <"$OUT/$1.csv") lines)"
-  ncu -i "/tmp/$1.ncu-rep" --page details 2>&1 | grep -E "Duration|Executed Ipc|Issue Slots Busy|Instructions|Memory Throughput|DRAM Throughput" | head -12
+  ncu -i "/tmp/$1.ncu-rep" --page details 2>&1 | grep -E "Duration|Executed Ipc|Issue Slots Busy|Instructions|Memory Throughput|DRAM Throughput|Warp Cycles|stall|Stall" | cut -c1-400 | head -30
   shift 3
 done

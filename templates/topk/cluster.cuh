@@ -78,6 +78,15 @@ struct Cluster {
                    : "r"(addr));
     return v;
   }
+  __device__ __forceinline__ static void store4(u32 addr, const uint4& v) {
+    if (C == 1)
+      asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+                   : "memory");
+    else
+      asm volatile("st.shared::cluster.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z),
+                   "r"(v.w)
+                   : "memory");
+  }
   __device__ __forceinline__ static void store(u32 addr, u32 v) {
     if (C == 1)
       asm volatile("st.shared.u32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
