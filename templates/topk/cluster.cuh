@@ -87,6 +87,26 @@ struct Cluster {
                    "r"(v.w)
                    : "memory");
   }
+  // Split cluster barrier without memory ordering: arrive() marks this
+  // thread as past a point, wait() blocks until every thread of the cluster
+  // that has not exited arrived. Neither drains this thread's outstanding
+  // stores (sync()'s release does, global ones included).
+  __device__ __forceinline__ static void arrive_relaxed() {
+    if (C != 1) asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+  }
+  __device__ __forceinline__ static void wait() {
+    if (C != 1) asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+  }
+  // Asynchronous store of one word to `addr` in another CTA's shared memory:
+  // its completion counts 4 bytes on that CTA's mbarrier at `bar` (both
+  // shared::cluster addresses). Clusters only.
+  __device__ __forceinline__ static void store_async(u32 addr, u32 v, u32 bar) {
+    if (C == 1) __trap();  // one CTA has nobody to store to
+    else
+      asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(addr), "r"(v),
+                 "r"(bar)
+                 : "memory");
+  }
   __device__ __forceinline__ static void store(u32 addr, u32 v) {
     if (C == 1)
       asm volatile("st.shared.u32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
@@ -105,5 +125,28 @@ struct Cluster {
     return old;
   }
 };
+
+// An mbarrier in this CTA's shared memory that completes one phase after one
+// arrival and the bytes announced with it (expect_arrive), however the
+// asynchronous stores that bring them and the announcement are ordered.
+__device__ __forceinline__ void mbar_init(unsigned long long* bar) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(bar)) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+__device__ __forceinline__ void mbar_expect_arrive(unsigned long long* bar, u32 bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
+               : "memory");
+}
+// Blocks until phase `parity` of the mbarrier completes; the bytes stored to
+// this CTA by others are then visible to the caller.
+__device__ __forceinline__ void mbar_wait(unsigned long long* bar, u32 parity) {
+  asm volatile(
+      "{\n\t.reg .pred done;\n"
+      "WAIT_%=:\n\t"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n\t"
+      "@!done bra WAIT_%=;\n}" ::"r"(smem_addr(bar)),
+      "r"(parity)
+      : "memory");
+}
 
 }  // namespace topk

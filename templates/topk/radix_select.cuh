@@ -38,6 +38,9 @@
 namespace topk {
 
 struct RowControl {
+  // Cluster, leader CTA: completes when every candidate gathered into its
+  // buffer has arrived (asynchronous stores from every CTA, 8 bytes each).
+  unsigned long long gather_bar;
   u32 out;     // next free output slot (one CTA per row)
   u32 tie;     // ties taken at the last digit (one CTA per row)
   u32 buf_n;   // candidates in this CTA's buffer
@@ -384,16 +387,20 @@ struct RowSelect {
     }
     if (action == kSelectAll || !__any_sync(kFullMask, eq != 0)) return;
     if (action == kFilter) {
-      if (gather) {
+      if (kClustered && gather) {
         // Addresses in the leader's shared memory (mapa is one instruction;
-        // keeping them live would cost registers in the hot loop).
+        // keeping them live would cost registers in the hot loop). The
+        // stores are asynchronous: the leader's mbarrier counts their bytes,
+        // so nobody waits at a cluster barrier for them (whose release would
+        // also wait for this CTA's output stores to global memory).
         u32 pos = eq_base + take_local(&ctl->eq_n, __popc(eq));
         const u32 lead_key = Cl::map(buf_key, 0), lead_idx = Cl::map(buf_idx, 0);
+        const u32 bar = Cl::map(&ctl->gather_bar, 0);
 #pragma unroll
         for (int i = 0; i < N; ++i)
           if ((eq >> i) & 1u) {
-            Cl::store(lead_key + 4u * pos, key[i]);
-            Cl::store(lead_idx + 4u * pos, col[i]);
+            Cl::store_async(lead_key + 4u * pos, key[i], bar);
+            Cl::store_async(lead_idx + 4u * pos, col[i], bar);
             ++pos;
           }
         return;  // the leader histograms the gathered buffer itself
@@ -895,6 +902,8 @@ struct RowSelect {
 
     for (int i = threadIdx.x; i < 2 * NB; i += T) hist[i] = 0;
     if (threadIdx.x == 0) {
+      if constexpr (kClustered)
+        if (rank == 0) mbar_init(&ctl->gather_bar);  // before the first cluster barrier
       ctl->out = 0;
       ctl->tie = 0;
       ctl->buf_n = 0;
@@ -1062,16 +1071,27 @@ struct RowSelect {
         break;
       }
       action = kFilter;
+      // The gathered candidates' bytes: the leader's mbarrier completes when
+      // all have arrived (stores that land first count all the same).
+      if constexpr (kClustered)
+        if (gather && rank == 0 && threadIdx.x == 0) mbar_expect_arrive(&ctl->gather_bar, 8u * thr.count);
       if (pass == 0)
         scan<true>(buffered);
       else
         scan<false>(buffered);
       if (pass == 0) TOPK_MARK(21)
-      if (gather) {
-        // Every candidate and every selection of the pass is in place; the
-        // leader goes on alone with the gathered buffer.
-        Cl::sync();
-        if (rank != 0) return;
+      if (kClustered && gather) {
+        // The leader goes on alone once every candidate is in its buffer.
+        // The others leave at a barrier the leader passes once they are
+        // there (it keeps their shared memory alive while any CTA may still
+        // read it: the merge's loads, or stores yet to land).
+        if (rank != 0) {
+          Cl::arrive_relaxed();
+          Cl::wait();
+          return;
+        }
+        if constexpr (kClustered) mbar_wait(&ctl->gather_bar, 0);
+        Cl::arrive_relaxed();
         TOPK_MARK(22)
         solo = true;
         gather = false;
@@ -1101,6 +1121,7 @@ struct RowSelect {
     }
     TOPK_MARK(31)
     if (kClustered && !solo) Cl::sync();  // peers may still read this CTA's shared memory
+    if (kClustered && solo) Cl::wait();   // pairs the arrive after the gather
   }
 };
 
