@@ -56,7 +56,9 @@ cmp f32:64x32768:2048:ranges radix_f32_b1024_r11_s4096_c1_t1_m0_i0 radix_f32_b51
 cmp f32:128x131072:2048:ranges radix_f32_b1024_r11_s4096_c1_t1_m0_i0 radix_f32_b1024_r11_s4096_c2_t2_m1_i0 \
   radix_f32_b1024_r11_s8192_c1_t1_m0_i0
 cmp "bf16:128x201088:64:values:rotate:dist=logits" radix_bf16_b1024_r11_s4096_c1_t1_m0_i0 \
-  radix_bf16_b1024_r11_s4096_c2_t1_m1_i0
+  radix_bf16_b1024_r11_s4096_c2_t1_m1_i0 radix_bf16_b1024_r11_s1024_c1_t1_m0_i0
+cmp "f32:256x128256:1024:values:rotate:dist=logits" radix_f32_b1024_r11_s8192_c1_t1_m0_i0 \
+  radix_f32_b1024_r11_s4096_c1_t1_m0_i0
 trace() {  # SHAPE VARIANT...
   local shape=$1 args
   shift
