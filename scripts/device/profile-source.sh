@@ -3,6 +3,7 @@
 # Compute's source page, one launch each, every SASS instruction with how
 # often it ran and where warps stalled on it, as CSV under $OUT (NAME.csv).
 #   scripts/device/profile-source.sh NAME SHAPE VARIANT [NAME SHAPE VARIANT]...
+# NCU_EXTRA adds ncu options, e.g. NCU_EXTRA='--warp-sampling-interval 0' (more stall samples).
 set -uo pipefail
 if [[ $# -eq 0 || $(($# % 3)) -ne 0 ]]; then
   echo "usage: $0 NAME SHAPE VARIANT [NAME SHAPE VARIANT]..." >&2
@@ -15,7 +16,7 @@ mkdir -p "$OUT" /tmp/topk-tests/cubins
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:$PWD/$B/lib"
 while [[ $# -ge 3 ]]; do
   echo "=== $1: $2 $3"
-  ncu --section SourceCounters --section SpeedOfLight --section InstructionStats --section WarpStateStats -k regex:topk_kernel -c 1 \
+  ncu --section SourceCounters --section SpeedOfLight --section InstructionStats --section WarpStateStats ${NCU_EXTRA:-} -k regex:topk_kernel -c 1 \
       -o "/tmp/$1" -f "$B/bin/topk-probe" --shape "$2" --variant "$3" --cubins /tmp/topk-tests/cubins --no-verify \
       >"/tmp/$1.log" 2>&1
   echo "ncu rc=$?"; tail -3 "/tmp/$1.log"
