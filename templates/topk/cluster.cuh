@@ -107,12 +107,6 @@ struct Cluster {
                  "r"(bar)
                  : "memory");
   }
-  __device__ __forceinline__ static void store(u32 addr, u32 v) {
-    if (C == 1)
-      asm volatile("st.shared.u32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
-    else
-      asm volatile("st.shared::cluster.u32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
-  }
   __device__ __forceinline__ static u32 atomic_add(u32 addr, u32 v) {
     u32 old;
     if (C == 1)
