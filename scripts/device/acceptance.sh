@@ -7,14 +7,11 @@
 # Stages: tune resume kill targets verify compare report bench python gpu-tests kernels
 #         nearest (after kill: its resumed cache is the tuned grid) adversarial cost api
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-B=${TOPK_BUNDLE:-build-device}
-OUT=${OUT:-/tmp/topk-out}
+source "$(dirname "$0")/env.sh"
 LOGS=/tmp/topk-logs
-mkdir -p "$OUT" "$LOGS" .device-state
-export LD_LIBRARY_PATH="/usr/local/cuda/lib64:$PWD/$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+mkdir -p "$LOGS" .device-state
 export TOPK_WORKER="$PWD/$B/bin/topk-tune-worker" TOPK_LIBRARY="$PWD/$B/lib/libtopk.so" PYTHONUNBUFFERED=1
-export TOPK_TEST_TMP=/tmp/topk-tests TOPK_BIN_DIR="$PWD/$B/bin"
+export TOPK_BIN_DIR="$PWD/$B/bin"
 T="$PWD/$B/bin/topk-tune"
 DB="$PWD/.device-state/dsa.db"
 GRID=${GRID:-/tmp/kill.db}  # the kill stage's cache: the dsa preset, tuned after five kills

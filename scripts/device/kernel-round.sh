@@ -5,12 +5,7 @@
 # trace of chosen variants (TOPK_TRACE). Logs under $OUT.
 #   scripts/device/kernel-round.sh
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-B=${TOPK_BUNDLE:-build-device}
-OUT=${OUT:-/tmp/topk-out}
-mkdir -p "$OUT" /tmp/topk-tests/cubins
-export LD_LIBRARY_PATH="/usr/local/cuda/lib64:$PWD/$B/lib"
-export TOPK_TEST_TMP=/tmp/topk-tests
+source "$(dirname "$0")/env.sh"
 if [[ ${SKIP_EXACT:-0} != 1 ]]; then
   timeout 500 "$B/bin/gpu_kernels_test" >"$OUT/gpu_kernels_test.log" 2>&1
   echo "gpu_kernels_test rc=$?: $(grep -E '^\[  (PASSED|FAILED)|tests ran' "$OUT/gpu_kernels_test.log" | tr '\n' ' ')"

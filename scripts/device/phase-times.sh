@@ -9,10 +9,8 @@ if [[ $# -eq 0 || $(($# % 2)) -ne 0 ]]; then
   echo "usage: $0 SHAPE VARIANT [SHAPE VARIANT]..." >&2
   exit 2
 fi
-cd "$(dirname "$0")/../.."
-B=${TOPK_BUNDLE:-build-device}
+source "$(dirname "$0")/env.sh"
 STOPS=${STOPS:-12}
-export LD_LIBRARY_PATH="/usr/local/cuda/lib64:$PWD/$B/lib"
 mkdir -p /tmp/topk-phase-cubins
 while [[ $# -ge 2 ]]; do
   echo "=== $1 $2"

@@ -5,11 +5,7 @@
 # probes, e.g.
 #   scripts/device/probe-compare.sh --shape f32:128x131072:2048:ranges --variant default
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-B=${TOPK_BUNDLE:-build-device}
-OUT=${OUT:-/tmp/topk-out}
-mkdir -p "$OUT" /tmp/topk-tests/cubins
-export LD_LIBRARY_PATH="/usr/local/cuda/lib64:$PWD/$B/lib"
+source "$(dirname "$0")/env.sh"
 for probe in topk-probe-old topk-probe; do
   [[ -x "$B/bin/$probe" ]] || continue
   echo "=== $probe"

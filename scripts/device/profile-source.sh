@@ -9,11 +9,7 @@ if [[ $# -eq 0 || $(($# % 3)) -ne 0 ]]; then
   echo "usage: $0 NAME SHAPE VARIANT [NAME SHAPE VARIANT]..." >&2
   exit 2
 fi
-cd "$(dirname "$0")/../.."
-B=${TOPK_BUNDLE:-build-device}
-OUT=${OUT:-/tmp/topk-out}
-mkdir -p "$OUT" /tmp/topk-tests/cubins
-export LD_LIBRARY_PATH="/usr/local/cuda/lib64:$PWD/$B/lib"
+source "$(dirname "$0")/env.sh"
 while [[ $# -ge 3 ]]; do
   echo "=== $1: $2 $3"
   ncu --section SourceCounters --section SpeedOfLight --section InstructionStats --section WarpStateStats ${NCU_EXTRA:-} -k regex:topk_kernel -c 1 \

@@ -2,13 +2,8 @@
 # Nsight Compute profile of chosen variants (development aid): one launch
 # each, the sections that explain a kernel's time. Logs under $OUT.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-B=${TOPK_BUNDLE:-build-device}
-OUT=${OUT:-/tmp/topk-out}
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH="/usr/local/cuda/lib64:$PWD/$B/lib"
-CUB=/tmp/topk-tests/cubins
-mkdir -p $CUB
+source "$(dirname "$0")/env.sh"
+CUB=$TOPK_TEST_TMP/cubins
 cp -n "$B"/cubins/* $CUB/ 2>/dev/null || true
 prof() {  # prof NAME SHAPE VARIANT
   echo "=== $1: $2 $3"

@@ -3,15 +3,11 @@
 # writes the logs under $OUT (summary.txt plus logs.tgz). Builds nothing.
 #   scripts/device/run-gpu-suite.sh [stage ...]   (default: every stage)
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-B=${TOPK_BUNDLE:-build-device}
-OUT=${OUT:-/tmp/topk-out}
+source "$(dirname "$0")/env.sh"
 LOGS=/tmp/topk-logs
-mkdir -p "$OUT" "$LOGS"
-export LD_LIBRARY_PATH="/usr/local/cuda/lib64:$PWD/$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export TOPK_TEST_TMP=/tmp/topk-tests TOPK_BIN_DIR="$PWD/$B/bin" TOPK_WORKER="$PWD/$B/bin/topk-tune-worker"
+mkdir -p "$LOGS"
+export TOPK_BIN_DIR="$PWD/$B/bin" TOPK_WORKER="$PWD/$B/bin/topk-tune-worker"
 export PYTHONUNBUFFERED=1 TOPK_LIBRARY="$PWD/$B/lib/libtopk.so"
-mkdir -p "$TOPK_TEST_TMP/cubins"
 cp -n "$B"/cubins/* "$TOPK_TEST_TMP/cubins/" 2>/dev/null || true
 SUMMARY="$OUT/summary.txt"
 : >"$SUMMARY"

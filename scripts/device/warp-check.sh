@@ -4,11 +4,7 @@
 # present, with $B/bin/topk-probe-old (a probe built before the change), in
 # the same run. Logs under $OUT.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-B=${TOPK_BUNDLE:-build-device}
-OUT=${OUT:-/tmp/topk-out}
-mkdir -p "$OUT" /tmp/topk-tests/cubins
-export LD_LIBRARY_PATH="/usr/local/cuda/lib64:$PWD/$B/lib" TOPK_TEST_TMP=/tmp/topk-tests
+source "$(dirname "$0")/env.sh"
 cp -n "$B"/cubins/* /tmp/topk-tests/cubins/ 2>/dev/null || true
 TOPK_TEST_SUBSET=warp timeout 300 "$B/bin/gpu_kernels_test" --gtest_filter='*Every*' >"$OUT/warp-test.log" 2>&1
 echo "warp test rc=$?"
