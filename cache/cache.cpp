@@ -1248,14 +1248,32 @@ StatusOr<std::unique_ptr<SqliteCache>> SqliteCache::OpenFile(const std::string& 
   }
 
   // Look before touching anything: the version decides whether we may write.
-  auto version = QueryInt(db.get(), "PRAGMA user_version");
-  if (!version.ok()) return with_path(version.status());
-  if (*version > kSchemaVersion) return NewerSchema(path, *version, where);
-  if (*version < 0) return NotACache(path, where);
-  if (*version == 0) {
-    auto has_tables = internal::HasAnySchemaObject(db.get());
-    if (!has_tables.ok()) return with_path(has_tables.status());
-    if (*has_tables) return NotACache(path, where);
+  // The version and the table list are read in one transaction, so both come
+  // from one snapshot: read one by one, another process could commit its
+  // migration in between, and we would see tables without a version and
+  // call a new cache "not a cache" (seen in the two-process test).
+  int64_t version = 0;
+  bool has_tables = false;
+  {
+    Status s = [&]() -> Status {
+      TOPK_RETURN_IF_ERROR(Exec(db.get(), "BEGIN"));
+      auto v = QueryInt(db.get(), "PRAGMA user_version");
+      StatusOr<bool> t = v.ok() && *v == 0 ? internal::HasAnySchemaObject(db.get()) : StatusOr<bool>(false);
+      // Read-only: nothing to lose, so end it whichever way works.
+      if (sqlite3_exec(db.get(), "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK && !sqlite3_get_autocommit(db.get()))
+        sqlite3_exec(db.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+      if (!v.ok()) return v.status();
+      if (!t.ok()) return t.status();
+      version = *v;
+      has_tables = *t;
+      return Status::Ok();
+    }();
+    if (!s.ok()) return with_path(s);
+  }
+  if (version > kSchemaVersion) return NewerSchema(path, version, where);
+  if (version < 0) return NotACache(path, where);
+  if (version == 0) {
+    if (has_tables) return NotACache(path, where);
     if (read_only) return FailedPrecondition(where, "'" + path + "' is an empty database, not a topk-tune cache");
   } else {
     // quick_check is O(file size) without the index cross-checks of
@@ -1264,7 +1282,7 @@ StatusOr<std::unique_ptr<SqliteCache>> SqliteCache::OpenFile(const std::string& 
     if (Status s = CheckIntegrity(db.get(), "quick_check", path); !s.ok()) return s;
   }
 
-  std::unique_ptr<SqliteCache> cache(new SqliteCache(path, std::move(db), read_only, static_cast<int>(*version)));
+  std::unique_ptr<SqliteCache> cache(new SqliteCache(path, std::move(db), read_only, static_cast<int>(version)));
   if (read_only) return cache;
 
   // Migrate before switching to WAL: if the migration fails, its

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -865,11 +866,18 @@ constexpr int kWritesPerWriter = 150;
 // Cache object; returns how many failed.
 int WriteMany(const std::string& path, const std::string& device) {
   auto c = Cache::Open(path);
-  if (!c.ok()) return kWritesPerWriter;
+  if (!c.ok()) {
+    // Say why: a failure here is a race in Open that a rerun may not show.
+    std::fprintf(stderr, "%s: Cache::Open failed: %s\n", device.c_str(), c.status().ToString().c_str());
+    return kWritesPerWriter;
+  }
   int failed = 0;
   for (int i = 0; i < kWritesPerWriter; ++i) {
     auto id = (*c)->PutMeasurement(MakeMeasurement(device, MakeConfig(512), MakeProblem(1, 1000 + i, 10), i));
-    if (!id.ok()) ++failed;
+    if (!id.ok()) {
+      std::fprintf(stderr, "%s: write %d failed: %s\n", device.c_str(), i, id.status().ToString().c_str());
+      ++failed;
+    }
     if (i % 10 == 0) {
       // Readers interleave with the writers too.
       if (!(*c)->CountMeasurements().ok()) ++failed;
