@@ -2,8 +2,11 @@
 # One device call for a kernel change (development aid): every variant exact
 # (gpu_kernels_test), the target shapes' variants timed by the probe built
 # before the change and by this one (probe-compare.sh), and CTA 0's phase
-# trace of chosen variants (TOPK_TRACE). Logs under $OUT.
-#   scripts/device/kernel-round.sh
+# trace of chosen variants (TOPK_TRACE). Logs under $OUT. ROUND picks the
+# variants compared: "cluster" (the single long rows' cluster kernels and a
+# few others, the default), "c1" (the one-CTA kernels of the batched shapes),
+# or both ("cluster c1").
+#   ROUND=c1 scripts/device/kernel-round.sh
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 if [[ ${SKIP_EXACT:-0} != 1 ]]; then
@@ -38,22 +41,38 @@ cmp() {  # SHAPE VARIANT...: the probe before the change, this one, and this one
       grep -E "us|WRONG"
   fi
 }
-cmp f32:1x131072:2048:ranges radix_f32_b512_r8_s1024_c16_t3_m1_i0 radix_f32_b512_r8_s4096_c16_t3_m1_i0 \
-  radix_f32_b512_r11_s4096_c16_t2_m1_i0 radix_f32_b512_r8_s4096_c8_t3_m1_i0 radix_f32_b1024_r8_s4096_c16_t3_m1_i0 \
-  radix_f32_b256_r8_s4096_c16_t3_m1_i0 radix_f32_b512_r8h_s4096_c16_t4_m1_i0 radix_f32_b512_r8_s4096_c16_t1_m1_i0
-cmp f32:1x524288:2048:ranges radix_f32_b1024_r8_s4096_c16_t3_m1_i0 radix_f32_b1024_r11_s4096_c16_t2_m1_i0 \
-  radix_f32_b512_r8_s4096_c16_t3_m1_i0 radix_f32_b1024_r8_s1024_c16_t3_m1_i0 radix_f32_b1024_r8_s4096_c8_t3_m1_i0 \
-  radix_f32_b1024_r8h_s4096_c16_t4_m1_i0 radix_f32_b1024_r11_s4096_c16_t1_m1_i0 radix_f32_b512_r11_s4096_c16_t2_m1_i0 \
-  radix_f32_b512_r11_s4096_c8_t2_m1_i0
-cmp f32:64x32768:2048:ranges radix_f32_b1024_r11_s4096_c1_t1_m0_i0 radix_f32_b512_r11_s4096_c2_t2_m1_i0 \
-  radix_f32_b1024_r11_s4096_c2_t2_m1_i0 radix_f32_b512_r8_s4096_c2_t3_m1_i0 radix_f32_b256_r11_s4096_c2_t2_m1_i0 \
-  radix_f32_b512_r11_s4096_c4_t2_m1_i0
-cmp f32:128x131072:2048:ranges radix_f32_b1024_r11_s4096_c1_t1_m0_i0 radix_f32_b1024_r11_s4096_c2_t2_m1_i0 \
-  radix_f32_b1024_r11_s8192_c1_t1_m0_i0
-cmp "bf16:128x201088:64:values:rotate:dist=logits" radix_bf16_b1024_r11_s4096_c1_t1_m0_i0 \
-  radix_bf16_b1024_r11_s4096_c2_t1_m1_i0 radix_bf16_b1024_r11_s1024_c1_t1_m0_i0
-cmp "f32:256x128256:1024:values:rotate:dist=logits" radix_f32_b1024_r11_s8192_c1_t1_m0_i0 \
-  radix_f32_b1024_r11_s4096_c1_t1_m0_i0
+if [[ ${ROUND:-cluster} == *cluster* ]]; then
+  cmp f32:1x131072:2048:ranges radix_f32_b512_r8_s1024_c16_t3_m1_i0 radix_f32_b512_r8_s4096_c16_t3_m1_i0 \
+    radix_f32_b512_r11_s4096_c16_t2_m1_i0 radix_f32_b512_r8_s4096_c8_t3_m1_i0 radix_f32_b1024_r8_s4096_c16_t3_m1_i0 \
+    radix_f32_b256_r8_s4096_c16_t3_m1_i0 radix_f32_b512_r8h_s4096_c16_t4_m1_i0 radix_f32_b512_r8_s4096_c16_t1_m1_i0
+  cmp f32:1x524288:2048:ranges radix_f32_b1024_r8_s4096_c16_t3_m1_i0 radix_f32_b1024_r11_s4096_c16_t2_m1_i0 \
+    radix_f32_b512_r8_s4096_c16_t3_m1_i0 radix_f32_b1024_r8_s1024_c16_t3_m1_i0 radix_f32_b1024_r8_s4096_c8_t3_m1_i0 \
+    radix_f32_b1024_r8h_s4096_c16_t4_m1_i0 radix_f32_b1024_r11_s4096_c16_t1_m1_i0 radix_f32_b512_r11_s4096_c16_t2_m1_i0 \
+    radix_f32_b512_r11_s4096_c8_t2_m1_i0
+  cmp f32:64x32768:2048:ranges radix_f32_b1024_r11_s4096_c1_t1_m0_i0 radix_f32_b512_r11_s4096_c2_t2_m1_i0 \
+    radix_f32_b1024_r11_s4096_c2_t2_m1_i0 radix_f32_b512_r8_s4096_c2_t3_m1_i0 radix_f32_b256_r11_s4096_c2_t2_m1_i0 \
+    radix_f32_b512_r11_s4096_c4_t2_m1_i0
+  cmp f32:128x131072:2048:ranges radix_f32_b1024_r11_s4096_c1_t1_m0_i0 radix_f32_b1024_r11_s4096_c2_t2_m1_i0 \
+    radix_f32_b1024_r11_s8192_c1_t1_m0_i0
+  cmp "bf16:128x201088:64:values:rotate:dist=logits" radix_bf16_b1024_r11_s4096_c1_t1_m0_i0 \
+    radix_bf16_b1024_r11_s4096_c2_t1_m1_i0 radix_bf16_b1024_r11_s1024_c1_t1_m0_i0
+  cmp "f32:256x128256:1024:values:rotate:dist=logits" radix_f32_b1024_r11_s8192_c1_t1_m0_i0 \
+    radix_f32_b1024_r11_s4096_c1_t1_m0_i0
+fi
+if [[ ${ROUND:-cluster} == *c1* ]]; then
+  cmp f32:64x32768:2048:ranges radix_f32_b1024_r11_s4096_c1_t1_m0_i0 radix_f32_b1024_r11_s4096_c1_t1_m1_i0 \
+    radix_f32_b512_r11_s4096_c1_t1_m1_i0 radix_f32_b1024_r11_s1024_c2_t1_m1_i0
+  cmp f32:128x131072:2048:ranges radix_f32_b1024_r11_s8192_c1_t1_m0_i0 radix_f32_b1024_r11_s4096_c1_t1_m0_i0 \
+    radix_f32_b512_r11_s8192_c1_t1_m0_i0 radix_f32_b512_r11_s4096_c1_t1_m1_i0
+  cmp "bf16:128x201088:64:values:rotate:dist=logits" radix_bf16_b1024_r11_s1024_c1_t1_m0_i0 \
+    radix_bf16_b1024_r11_s4096_c1_t1_m0_i0 radix_bf16_b512_r11_s1024_c1_t1_m0_i0
+  cmp "f32:256x128256:1024:values:rotate:dist=logits" radix_f32_b1024_r11_s8192_c1_t1_m0_i0 \
+    radix_f32_b1024_r11_s4096_c1_t1_m0_i0 radix_f32_b512_r11_s8192_c1_t1_m0_i0
+  # Adversarial rows: the speculation fails on them.
+  cmp "f32:128x131072:2048:ranges:dist=few_distinct" radix_f32_b1024_r11_s8192_c1_t1_m0_i0
+  cmp "bf16:128x201088:64:values:dist=all_equal" radix_bf16_b1024_r11_s1024_c1_t1_m0_i0
+  cmp "f32:256x128256:1024:values:dist=all_equal" radix_f32_b1024_r11_s8192_c1_t1_m0_i0
+fi
 trace() {  # SHAPE VARIANT...
   local shape=$1 args
   shift
@@ -61,8 +80,10 @@ trace() {  # SHAPE VARIANT...
   "$B/bin/topk-probe" --shape "$shape" "${args[@]}" --define TOPK_TRACE --cubins /tmp/topk-trace-cubins 2>&1 |
     grep -E "us|trace"
 }
-echo "=== traces (CTA 0; b<i> = phase boundary i, see radix_select.cuh)"
-trace f32:64x32768:2048:ranges radix_f32_b512_r11_s4096_c2_t2_m1_i0
-trace f32:1x131072:2048:ranges radix_f32_b512_r8_s1024_c16_t3_m1_i0 radix_f32_b512_r8_s4096_c16_t3_m1_i0 \
-  radix_f32_b512_r11_s4096_c16_t2_m1_i0 radix_f32_b512_r8_s4096_c8_t3_m1_i0
-trace f32:1x524288:2048:ranges radix_f32_b1024_r8_s4096_c16_t3_m1_i0 radix_f32_b1024_r11_s4096_c16_t2_m1_i0
+if [[ ${ROUND:-cluster} == *cluster* ]]; then
+  echo "=== traces (CTA 0; b<i> = phase boundary i, see radix_select.cuh)"
+  trace f32:64x32768:2048:ranges radix_f32_b512_r11_s4096_c2_t2_m1_i0
+  trace f32:1x131072:2048:ranges radix_f32_b512_r8_s1024_c16_t3_m1_i0 radix_f32_b512_r8_s4096_c16_t3_m1_i0 \
+    radix_f32_b512_r11_s4096_c16_t2_m1_i0 radix_f32_b512_r8_s4096_c8_t3_m1_i0
+  trace f32:1x524288:2048:ranges radix_f32_b1024_r8_s4096_c16_t3_m1_i0 radix_f32_b1024_r11_s4096_c16_t2_m1_i0
+fi

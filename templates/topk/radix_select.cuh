@@ -125,6 +125,13 @@ struct RowSelect {
   // cluster kernels spilled more (bf16 128 x 201088 c2 64.87 -> 68.20), so
   // those keep the branches (here and in the cache scan's valid mask).
   static constexpr bool kBranchFree = T < 1024 || (kClustered && KB == 32);
+  // A speculative pass 0 of 16-bit keys histograms only its sample and takes
+  // the rest of the histogram from the captured elements (run()). Same-run
+  // H100 probe: bf16 128 x 201088 k64 b1024 40.49 -> 39.35 us, on
+  // all-equal rows 86.55 -> 77.46; for fp32 keys it was 3-4% slower
+  // (128 x 131072 36.49 -> 37.80, 256 x 128256 76.16 -> 79.01; 7 distinct
+  // values 63.57 -> 69.73), so they histogram the whole row.
+  static constexpr bool kCaptureOnly = KB == 16;
   static constexpr bool kUniformCheck = !kClustered && !kCoarse && KB == 32 && kPasses >= 3;
   // Loads in flight per thread in the row scans.
   // Software prefetch of the next step in global scans (the next step's
@@ -188,6 +195,9 @@ struct RowSelect {
   // (buffer_all_match false).
   bool spec;
   bool ties_only;  // the last scan has only ties left to take: it may stop once they are
+  // The capture-only part of pass 0 stops once the buffer overflowed (the
+  // row is then read again with a full histogram).
+  bool stop_on_overflow;
   bool buffer_all_match;
   u32 spec_bin;
 
@@ -492,6 +502,15 @@ struct RowSelect {
     return Cl::load(Cl::map(&ctl->tie, 0)) >= need;
   }
 
+  // Whether a row scan may stop here: the last scan's ties are taken, or the
+  // speculative capture overflowed. Warp-uniform: the warp votes, so that
+  // it leaves together even if its lanes read the counters apart.
+  __device__ __forceinline__ bool leave_early() const {
+    if (ties_only) return __any_sync(kFullMask, ties_taken());
+    if (stop_on_overflow) return __any_sync(kFullMask, *reinterpret_cast<volatile u32*>(&ctl->spec_overflow) != 0);
+    return false;
+  }
+
   // Visits slice elements from global memory: the body vectors [v0, v1)
   // and, on request, the head and the tail elements (outside the
   // 16-byte-aligned body; through warp 0, one per lane). F(raw[N], col[N],
@@ -526,7 +545,7 @@ struct RowSelect {
       uint4 q[kUnroll] = {}, nq[kUnroll] = {};
       load_step(body, b0, v1, q);
       for (int base = b0; base < v1; base += T * kUnroll) {
-        if (ties_only && __any_sync(kFullMask, ties_taken())) break;  // the warp leaves together
+        if (leave_early()) break;
         if (base + T * kUnroll < v1) load_step(body, base + T * kUnroll, v1, nq);
         visit_step(q, base, v1, f);
 #pragma unroll
@@ -534,7 +553,7 @@ struct RowSelect {
       }
     } else {
       for (int base = b0; base < v1; base += T * kUnroll) {
-        if (ties_only && __any_sync(kFullMask, ties_taken())) break;
+        if (leave_early()) break;
         uint4 q[kUnroll];
         load_step(body, base, v1, q);
         visit_step(q, base, v1, f);
@@ -634,7 +653,10 @@ struct RowSelect {
     if (cache_len < len) visit_global(cache_len, ScanOp<P0>{this});
   }
 
-  // Pass 0: histogram of the first digit over the slice; fills the cache.
+  // Pass 0: histogram of the first digit over the slice (unless kHist is
+  // false: the capture-only part of a speculative pass 0); captures while
+  // speculating; fills the cache.
+  template <bool kHist>
   struct Pass0Op {
     RowSelect* self;
     template <int N>
@@ -647,10 +669,12 @@ struct RowSelect {
         key[i] = K::key_flip(raw[i], s.flip);
         d[i] = s.digit0(key[i]);
       }
-      if (warp_full)
-        s.hist_add_full(s.hist, d);
-      else
-        s.hist_add(s.hist, d, valid);
+      if constexpr (kHist) {
+        if (warp_full)
+          s.hist_add_full(s.hist, d);
+        else
+          s.hist_add(s.hist, d, valid);
+      }
       if (!kClustered && s.spec) s.capture(key, col, d, valid);
       if (s.cache_len > 0) {
         if (N == V && valid == (1u << V) - 1u && j + V <= s.cache_len) {
@@ -953,6 +977,7 @@ struct RowSelect {
     solo = false;
     spec = false;
     ties_only = false;
+    stop_on_overflow = false;
     buffer_all_match = true;
     spec_bin = 0;
     bool buffered = false;
@@ -975,14 +1000,14 @@ struct RowSelect {
     // a 1024 buffer (+16 made that shape 1.9x slower).
     const bool try_spec = !kClustered && TOPK_SPECULATES(S, k) && nvec >= 4 * T;
     if (!try_spec) {
-      visit_global(0, Pass0Op{this});
+      visit_global(0, Pass0Op<true>{this});
     } else {
       // A quarter of the row only when the buffer leaves little room above k
       // (re-reading the sample for the capture costs an eighth of a row
       // more; measured 5% on 256 x 128256 k1024, where an eighth suffices).
       const int frac = 2 * (k + k / 4 + 64) > S ? 4 : 8;
       const int nA = nvec / frac > T ? nvec / frac : T;
-      visit_range(0, nA, true, true, Pass0Op{this});
+      visit_range(0, nA, true, true, Pass0Op<true>{this});
       __syncthreads();
       const long long sampled = len - (nvec - nA) * static_cast<long long>(V);
       const float ks = static_cast<float>(k) * static_cast<float>(sampled) / static_cast<float>(len);
@@ -992,7 +1017,36 @@ struct RowSelect {
         spec = true;
         visit_range(0, nA, true, true, CaptureOp{this});
       }
-      visit_range(nA, nvec, false, false, Pass0Op{this});
+      if (!spec || !kCaptureOnly) {
+        visit_range(nA, nvec, false, false, Pass0Op<true>{this});
+      } else {
+        // The rest of the row is only captured, not histogrammed: the
+        // buffer then holds every element whose first digit reaches
+        // spec_bin, and when there are k of them the threshold bin is one of
+        // those digits, so their histogram, taken from the buffer, is all
+        // the threshold search needs. When the speculation fails (the
+        // buffer overflowed, or fewer than k reached spec_bin), the row is
+        // read again with a full histogram. See kCaptureOnly.
+        stop_on_overflow = true;
+        visit_range(nA, nvec, false, false, Pass0Op<false>{this});
+        stop_on_overflow = false;
+        __syncthreads();
+        const bool hit = ctl->spec_overflow == 0 && ctl->buf_n >= static_cast<u32>(k);
+        for (int i = threadIdx.x; i < NB; i += T) hist[i] = 0;
+        __syncthreads();
+        if (hit) {
+          const u32 n = ctl->buf_n;
+          for (u32 base = (threadIdx.x >> 5) * 32; base < n; base += T) {
+            const u32 i = base + lane_id();
+            u32 d[1] = {i < n ? digit0(buf_key[i]) : 0u};
+            hist_add(hist, d, i < n ? 1u : 0u);
+          }
+        } else {
+          spec = false;
+          if (threadIdx.x == 0) ctl->buf_n = 0;  // read again only after the loop's barrier
+          visit_global(0, Pass0Op<true>{this});
+        }
+      }
     }
     TOPK_STOP(1)
 
@@ -1034,8 +1088,8 @@ struct RowSelect {
       if (pass == 0 && spec) {
         // Every element that can still be selected was captured iff the
         // buffer held them all and the real threshold bin is at or above
-        // the estimate.
-        if (ctl->spec_overflow == 0 && bin >= spec_bin) {
+        // the estimate (kCaptureOnly: checked after pass 0 already).
+        if (kCaptureOnly || (ctl->spec_overflow == 0 && bin >= spec_bin)) {
           buffered = true;
           buffer_all_match = false;
         } else {
