@@ -347,7 +347,8 @@ struct RowSelect {
     // store ran for every warp step of pass 0, predicated off or not: 14% of
     // the instructions of 64 x 32768 c1, Nsight Compute source counters.)
     if (pos + cnt > static_cast<u32>(S)) {
-      ctl->spec_overflow = 1;
+      // An atomic: leave_early() reads the flag while other lanes set it.
+      atomicOr(&ctl->spec_overflow, 1u);
       return;
     }
 #pragma unroll
@@ -507,7 +508,7 @@ struct RowSelect {
   // it leaves together even if its lanes read the counters apart.
   __device__ __forceinline__ bool leave_early() const {
     if (ties_only) return __any_sync(kFullMask, ties_taken());
-    if (stop_on_overflow) return __any_sync(kFullMask, *reinterpret_cast<volatile u32*>(&ctl->spec_overflow) != 0);
+    if (stop_on_overflow) return __any_sync(kFullMask, Cluster<1>::load(smem_addr(&ctl->spec_overflow)) != 0);
     return false;
   }
 
