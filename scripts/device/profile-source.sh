@@ -3,7 +3,9 @@
 # Compute's source page, one launch each, every SASS instruction with how
 # often it ran and where warps stalled on it, as CSV under $OUT (NAME.csv).
 #   scripts/device/profile-source.sh NAME SHAPE VARIANT [NAME SHAPE VARIANT]...
-# NCU_EXTRA adds ncu options, e.g. NCU_EXTRA='--warp-sampling-interval 0' (more stall samples).
+# NCU_EXTRA adds ncu options, e.g. NCU_EXTRA='--warp-sampling-interval 0' (more stall samples) or
+# NCU_EXTRA='--section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables' (pipe
+# utilisation, shared-memory bank conflicts); DETAILS caps the detail lines printed (30).
 set -uo pipefail
 if [[ $# -eq 0 || $(($# % 3)) -ne 0 ]]; then
   echo "usage: $0 NAME SHAPE VARIANT [NAME SHAPE VARIANT]..." >&2
@@ -18,6 +20,6 @@ while [[ $# -ge 3 ]]; do
   echo "ncu rc=$?"; tail -3 "/tmp/$1.log"
   ncu -i "/tmp/$1.ncu-rep" --page source --print-source sass --csv >"$OUT/$1.csv" 2>&1
   echo "source page rc=$? ($(wc -l <"$OUT/$1.csv") lines)"
-  ncu -i "/tmp/$1.ncu-rep" --page details 2>&1 | grep -E "Duration|Executed Ipc|Issue Slots Busy|Instructions|Memory Throughput|DRAM Throughput|Warp Cycles|stall|Stall" | cut -c1-400 | head -30
+  ncu -i "/tmp/$1.ncu-rep" --page details 2>&1 | grep -E "Duration|Executed Ipc|Issue Slots Busy|Instructions|Memory Throughput|DRAM Throughput|Warp Cycles|stall|Stall|Pipe|Utilization|Bank|Shared|L1/TEX Hit|L2 Hit" | cut -c1-400 | head -${DETAILS:-30}
   shift 3
 done
