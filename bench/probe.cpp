@@ -17,7 +17,9 @@
 #include "generator/source.hpp"
 #include "jit/driver.hpp"
 #include "jit/kernel_store.hpp"
+#include "jit/variant.hpp"
 #include "tuner/runner.hpp"
+#include "tuner/search.hpp"
 #include "tuner/timing.hpp"
 
 using namespace topk;
@@ -54,33 +56,13 @@ bool ParseShape(const std::string& s, Shape* out) {
   return out->p.Validate().ok();
 }
 
+// The default and its neighbours in the space: same family, at most two
+// parameters different.
 std::vector<gen::Config> Candidates(const Problem& p, const gen::Arch& arch) {
-  std::vector<gen::Config> v = {gen::DefaultConfig(p, arch)};
-  if (p.n <= 512) {
-    for (int b : {128, 256, 512}) {
-      gen::Config c = v[0];
-      c.block_threads = b;
-      v.push_back(c);
-    }
-    return v;
-  }
-  for (int cl : {1, 2, 4, 8, 16}) {
-    if (cl > 1 && (p.n / cl < 2048 || p.batch * cl > 264)) continue;
-    for (int b : {256, 512, 1024})
-      for (auto [r, h] : std::vector<std::pair<int, bool>>{{11, false}, {8, true}, {8, false}}) {
-        if (h && p.dtype != DType::kF32) continue;
-        gen::Config c;
-        c.dtype = p.dtype;
-        c.block_threads = b;
-        c.radix_bits = r;
-        c.half_first = h;
-        c.cluster = cl;
-        c.smem_buffer = 4096;
-        c.row_cache = true;
-        c.rounds = c.passes() - 1;
-        if (gen::ValidateFor(c, arch, p).ok()) v.push_back(c);
-      }
-  }
+  const gen::Config def = gen::DefaultConfig(p, arch);
+  std::vector<gen::Config> v = {def};
+  for (const gen::Config& c : gen::Enumerate(p, arch))
+    if (c.family == def.family && !(c == def) && tuner::KnobDistance(c, def) <= 2) v.push_back(c);
   return v;
 }
 
@@ -250,19 +232,9 @@ int main(int argc, char** argv) {
     double best = 1e30;
     std::string best_id;
     for (const gen::Config& c : cs) {
-      auto fn = ks.Function(Source(c));
-      CUfunction sort = nullptr;
-      if (s.p.sorted) {
-        auto sf = ks.Function(WithDefines(gen::SortSource(s.p.dtype)));
-        if (sf.ok()) sort = *sf;
-      }
-      if (!fn.ok()) {
-        std::printf("  %-44s compile: %s\n", c.Id().c_str(), fn.status().ToString().substr(0, 200).c_str());
-        continue;
-      }
-      auto v = jit::PreparedVariant::Make(c, s.p, arch, *fn, sort);
+      auto v = jit::LoadVariant(ks, c, s.p, arch, nullptr, -1, WithDefines);
       if (!v.ok()) {
-        std::printf("  %-44s %s\n", c.Id().c_str(), v.status().ToString().c_str());
+        std::printf("  %-44s %s\n", c.Id().c_str(), v.status().ToString().substr(0, 300).c_str());
         continue;
       }
       if (verify) {
@@ -282,7 +254,10 @@ int main(int argc, char** argv) {
         continue;
       }
       std::printf("  %-44s %9.2f us  [p10 %.2f p90 %.2f]\n", c.Id().c_str(), t->median, t->p10, t->p90);
-      if (trace) PrintTrace(*fn);
+      if (trace) {
+        auto fn = ks.Function(Source(c));  // loaded already: the variant's first kernel
+        if (fn.ok()) PrintTrace(*fn);
+      }
       if (t->median < best) {
         best = t->median;
         best_id = c.Id();

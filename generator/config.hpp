@@ -1,11 +1,14 @@
-// The parameter space of the radix-select kernel family: one Config is one
-// variant. No CUDA calls here; everything builds and tests without a GPU.
+// A kernel variant as the layers above the generator see it: a family name,
+// a dtype and one integer per parameter of that family. Nothing here knows
+// what a parameter means; the family does (generator/family.hpp). No CUDA
+// calls; everything builds and tests without a GPU.
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
 #include <iosfwd>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "topk/status.hpp"
@@ -13,59 +16,35 @@
 
 namespace topk::gen {
 
-// The knobs. Fields marked [code] change the kernel's code and are template
-// parameters; the rest are launch arguments, so variants that differ only in
-// them share one compiled binary (see KernelKey).
+class Family;
+
+// One configuration: {family, dtype, parameter values}. `params` holds every
+// parameter of the family, in the family's order (Family::params()).
 struct Config {
-  DType dtype = DType::kF32;  // [code]
-  int block_threads = 512;    // [code] 128..1024, multiple of 32
-  // [code] bits per digit: 8 or 11 (block / cluster modes); 1 in warp mode,
-  // where the threshold is found one bit per step.
-  int radix_bits = 11;
-  // [code] coarse first pass: an 8-bit digit with fp16's resolution (four
-  // bins per octave over 2^-15..2^17, clamped outside; fp32 only),
-  // the refinement passes then use radix_bits on the exact key.
-  bool half_first = false;
-  int smem_buffer = 4096;  // candidate indices kept in shared memory (0: re-read)
-  // [code: 0, 1 or clustered] 0 = one warp per row (several rows per CTA,
-  // short rows); 1 = one CTA per row; 2, 4, 8, 16 = CTAs of a thread-block
-  // cluster per row (one binary serves every cluster size: it is a launch
-  // attribute).
-  int cluster = 1;
-  // Refinement passes before direct ranking is allowed. In warp mode it is
-  // [code] and names how the threshold is found: 0 = tournament (k <= 16)
-  // or one bit per step over a strided row; 1 = fp32 only, up to 16 items:
-  // whole rows in 16-byte loads and, for k <= 8, one bounding round from
-  // the lane maxima before the exact steps (fast with many rows).
-  int rounds = 1;
-  bool row_cache = true;   // keep the row in shared memory as far as it fits
-  int items = 0;           // [code] warp mode: elements per lane (n <= 32 * items)
+  std::string family;
+  DType dtype = DType::kF32;
+  std::vector<std::pair<std::string, int>> params;
 
   bool operator==(const Config&) const = default;
 
-  bool warp_mode() const { return cluster == 0; }
-  bool warp_bound() const { return warp_mode() && rounds == 1; }
-  // The template's CLUSTER parameter: 0, 1, or 2 for any cluster size.
-  int cluster_class() const;
-  int key_bits() const { return dtype == DType::kF32 ? 32 : 16; }
-  // Digit passes over a key: ceil(key_bits / radix_bits), plus the coarse one.
-  int passes() const;
-  // rounds < passes() - 1 enables the final direct ranking (and its list).
-  bool rank_enabled() const { return !warp_mode() && rounds < passes() - 1; }
-  // Elements per 16-byte load.
-  int vec() const { return 16 / DTypeSize(dtype); }
-  int hist_smem_bytes() const;
-  // Dynamic shared memory without the row cache (mirrors smem_layout_bytes
-  // in templates/topk/policy.cuh).
-  int fixed_smem_bytes() const;
-  // Readable id from every parameter, e.g.
-  // "radix_f32_b512_r11_s4096_c8_t1_m1_i0" ("r11h" with half_first).
+  // The value of parameter `name`; `fallback` when the config has none.
+  int Get(std::string_view name, int fallback = 0) const;
+  bool Has(std::string_view name) const;
+  // Sets `name`, appending it when absent.
+  void Set(std::string_view name, int value);
+  // The family this config names; null when no registered family has that name.
+  const Family* family_ptr() const;
+
+  // Readable id: "<family>_<dtype>" then "_<tag><value>" per parameter, e.g.
+  // "radix_f32_b512_r11_h0_s4096_c8_t1_m1" or "warp_f32_b128_i8_l0". Ids of
+  // earlier releases ("radix_f32_b512_r11_s4096_c8_t1_m1_i0") still parse.
   std::string Id() const;
-  // Id of the compiled binary: only the [code] fields ("_t1" is appended for
-  // warp_bound()).
+  // Id of the compiled binary (only what changes code), from the family.
   std::string KernelKey() const;
   static StatusOr<Config> FromId(std::string_view id);
 
+  // {"family": ..., "dtype": ..., "<param>": value, ...}; FromJson also
+  // reads the field-per-knob objects of earlier releases.
   nlohmann::json ToJson() const;
   static StatusOr<Config> FromJson(const nlohmann::json& j);
 };
@@ -80,6 +59,9 @@ struct Arch {
   int max_threads_per_block = 1024;
   int max_smem_optin = 232448;  // bytes per block after opting in (227 KB)
   int static_smem_reserve = 1024;  // upper bound of a variant's static smem
+  // Streaming multiprocessors: the device's count when known, else the
+  // flagship part of the architecture (H100 SXM: 132, A100: 108).
+  int sm_count = 132;
   bool clusters() const { return cc_major >= 9; }
   int max_cluster() const { return clusters() ? 16 : 1; }
   std::string Name() const { return "sm_" + std::to_string(cc_major * 10 + cc_minor); }
@@ -88,30 +70,29 @@ struct Arch {
   static StatusOr<Arch> FromName(std::string_view name);  // "sm_80", "sm_90", "90"
 };
 
-// Checks a Config against the constraints of the family and the arch. The
+// Checks a Config against the constraints of its family and the arch. The
 // message names the broken constraint, e.g.
 // "constraint smem: fixed shared memory 266240 B exceeds sm_90's 232448 B".
+// An unknown family or a missing parameter is "constraint family".
 Status Validate(const Config& c, const Arch& arch);
-// Validate plus fit with one problem (dtype, warp-mode row length, ...).
+// Validate plus fit with one problem (dtype, row length, ...).
 Status ValidateFor(const Config& c, const Arch& arch, const Problem& p);
 
 // Options that bound an enumeration.
 struct SpaceOptions {
-  bool include_cluster = true;  // arch permitting
-  bool include_warp = true;     // warp mode where n allows it
+  bool include_cluster = true;         // families with clusters may use them (arch permitting)
+  std::vector<std::string> families;   // empty: every registered family
 };
 
-// Every valid Config for `p` on `arch`, in a stable order.
+// Every valid Config for `p` on `arch` over the registered families (or
+// opts.families), in a stable order.
 std::vector<Config> Enumerate(const Problem& p, const Arch& arch, const SpaceOptions& opts = {});
-// The problem-independent space for one dtype: every code shape the family
-// can compile (one Config per KernelKey), for compile-all checks.
+// Every code shape the registered families compile for one dtype (one
+// Config per KernelKey), for compile-all checks.
 std::vector<Config> EnumerateKernels(DType dtype, const Arch& arch);
 
-// A correct, reasonably fast configuration for `p` when nothing is tuned.
+// A correct, reasonably fast configuration for `p` when nothing is tuned:
+// the default of the first registered family that serves `p`.
 Config DefaultConfig(const Problem& p, const Arch& arch);
-
-// Elements per lane a warp-mode kernel needs for rows of n: the smallest
-// power of two >= 2 with 32 * items >= n.
-int WarpItems(int64_t n);
 
 }  // namespace topk::gen

@@ -20,8 +20,16 @@ struct KernelSource {
   std::string hash;             // 16 hex digits over text + every embedded template
 };
 
-// The kernel of `c` (only its [code] fields matter).
+// The first kernel of `c`'s family for `c` (for one-kernel families, the
+// only one; GenerateSources in generator/family.hpp gives all of them).
 KernelSource GenerateSource(const Config& c);
+// The translation unit of one topk::topk_kernel instantiation (the template
+// in templates/topk/kernels.cuh that the radix and warp families share):
+// `policy` is the topk::Policy<...> type, and the static_asserts check that
+// host and template agree on the histogram bytes and the digit passes.
+KernelSource TopkKernelSource(const std::string& key, const std::string& policy, int hist_smem_bytes, int passes);
+// Sets `s.hash` from its text and every embedded template.
+KernelSource FinishSource(KernelSource s);
 // The kernel that sorts finished rows (sorted output).
 KernelSource SortSource(DType dtype);
 // Test-only kernels with a variant's signature: "crash" (illegal address),

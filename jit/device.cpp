@@ -18,6 +18,7 @@ gen::Arch DeviceInfo::ToArch() const {
   a.cc_major = cc_major;
   a.cc_minor = cc_minor;
   if (max_smem_optin > 0) a.max_smem_optin = max_smem_optin;
+  if (sm_count > 0) a.sm_count = sm_count;
   return a;
 }
 
@@ -215,42 +216,12 @@ StatusOr<ResourceUsage> Module::Usage() const {
   return u;
 }
 
-LaunchShape ComputeLaunch(const gen::Config& c, const Problem& p, int64_t batch, const gen::Arch& arch,
-                          TopkArgs* args, int max_cache_keys) {
+LaunchShape StageShape(const gen::Stage& stage, int64_t batch) {
   LaunchShape s;
-  s.block = static_cast<unsigned>(c.block_threads);
-  args->buffer = 0;
-  args->rounds = 0;
-  args->cache_cap = 0;
-  args->smem_bytes = 0;
-  if (c.warp_mode()) {
-    const int rows_per_cta = c.block_threads / 32;
-    s.grid = static_cast<unsigned>((batch + rows_per_cta - 1) / rows_per_cta);
-    return s;
-  }
-  const int cl = c.cluster;
-  s.grid = static_cast<unsigned>(batch * cl);
-  s.cluster = static_cast<unsigned>(cl);
-  args->buffer = c.smem_buffer;
-  args->rounds = c.rounds;
-  const int fixed = c.fixed_smem_bytes();
-  if (c.row_cache) {
-    const int v = c.vec();
-    const int key_bytes = DTypeSize(c.dtype);
-    // A slice is ceil(n / cluster) rounded to whole vectors; alignment can
-    // shift it by up to one vector in the cache.
-    int64_t chunk = (p.n + cl - 1) / cl;
-    chunk = (chunk + v - 1) / v * v + v;
-    const int64_t avail = (arch.max_smem_optin - arch.static_smem_reserve - fixed) / key_bytes;
-    int64_t cap = std::min<int64_t>(chunk, std::max<int64_t>(avail, 0));
-    if (max_cache_keys >= 0) cap = std::min<int64_t>(cap, max_cache_keys);
-    cap = cap / v * v;
-    args->cache_cap = static_cast<int>(cap);
-    s.smem_bytes = fixed + static_cast<int>(cap) * key_bytes;
-  } else {
-    s.smem_bytes = fixed;
-  }
-  args->smem_bytes = s.smem_bytes;
+  s.grid = stage.Grid(batch);
+  s.block = stage.block;
+  s.cluster = stage.cluster;
+  s.smem_bytes = stage.smem_bytes;
   return s;
 }
 

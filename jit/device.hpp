@@ -11,6 +11,7 @@
 
 #include "cache/cache.hpp"
 #include "generator/config.hpp"
+#include "generator/family.hpp"
 #include "jit/compiler.hpp"
 #include "topk/args.h"
 #include "topk/status.hpp"
@@ -103,12 +104,8 @@ struct LaunchShape {
   int smem_bytes = 0;    // dynamic shared memory
 };
 
-// Fills the launch-argument knobs of `args` (buffer, rounds, cache capacity,
-// shared memory) for `c` on `p` and returns the launch shape. Pure
-// arithmetic: the same on every thread, no GPU needed. `max_cache_keys` >= 0
-// caps the row cache below what fits.
-LaunchShape ComputeLaunch(const gen::Config& c, const Problem& p, int64_t batch, const gen::Arch& arch,
-                          TopkArgs* args, int max_cache_keys = -1);
+// The launch shape of one stage of a family's plan for `batch` rows.
+LaunchShape StageShape(const gen::Stage& stage, int64_t batch);
 
 // Raises the function's dynamic shared memory limit to the device's maximum
 // (`max_smem_optin` bytes per block) and allows non-portable cluster sizes

@@ -1,5 +1,7 @@
 #include "jit/variant.hpp"
 
+#include "jit/kernel_store.hpp"
+
 namespace topk::jit {
 
 unsigned ProblemFlags(const Problem& p) {
@@ -8,7 +10,8 @@ unsigned ProblemFlags(const Problem& p) {
 }
 
 StatusOr<PreparedVariant> PreparedVariant::Make(const gen::Config& c, const Problem& p, const gen::Arch& arch,
-                                                CUfunction topk, CUfunction sort, int max_cache_keys) {
+                                                const std::vector<CUfunction>& kernels, CUfunction sort,
+                                                int max_cache_keys) {
   TOPK_RETURN_IF_ERROR(p.Validate());
   TOPK_RETURN_IF_ERROR(gen::ValidateFor(c, arch, p));
   if (p.sorted && p.k > kMaxSortedK)
@@ -18,16 +21,25 @@ StatusOr<PreparedVariant> PreparedVariant::Make(const gen::Config& c, const Prob
   PreparedVariant v;
   v.config_ = c;
   v.problem_ = p;
-  v.topk_ = topk;
   v.sort_ = p.sorted ? sort : nullptr;
-  v.args_.row_stride = p.stride();
-  v.args_.n = static_cast<int>(p.n);
-  v.args_.k = static_cast<int>(p.k);
-  v.args_.batch = static_cast<int>(p.batch);
-  v.args_.flags = ProblemFlags(p);
-  v.shape_ = ComputeLaunch(c, p, p.batch, arch, &v.args_, max_cache_keys);
-  TOPK_RETURN_IF_ERROR(PrepareFunction(topk, v.shape_, arch.max_smem_optin));
-  TOPK_RETURN_IF_ERROR(CheckFits(topk, v.shape_));
+  v.plan_ = gen::PlanLaunch(c, p, arch, max_cache_keys);
+  if (v.plan_.stages.empty())
+    return Status(Code::kInternal, "PreparedVariant", "family " + c.family + " planned no launch for " + c.Id());
+  v.base_args_.row_stride = p.stride();
+  v.base_args_.n = static_cast<int>(p.n);
+  v.base_args_.k = static_cast<int>(p.k);
+  v.base_args_.batch = static_cast<int>(p.batch);
+  v.base_args_.flags = ProblemFlags(p);
+  for (const gen::Stage& st : v.plan_.stages) {
+    if (st.kernel < 0 || st.kernel >= static_cast<int>(kernels.size()) || !kernels[st.kernel])
+      return Status(Code::kInternal, "PreparedVariant",
+                    c.Id() + ": a stage names kernel " + std::to_string(st.kernel) + " of " +
+                        std::to_string(kernels.size()) + " loaded");
+    const LaunchShape shape = StageShape(st, p.batch);
+    TOPK_RETURN_IF_ERROR(PrepareFunction(kernels[st.kernel], shape, arch.max_smem_optin));
+    TOPK_RETURN_IF_ERROR(CheckFits(kernels[st.kernel], shape));
+    v.stage_fns_.push_back(kernels[st.kernel]);
+  }
   if (v.sort_) {
     int cap = 1;
     while (cap < p.k) cap *= 2;
@@ -42,21 +54,27 @@ StatusOr<PreparedVariant> PreparedVariant::Make(const gen::Config& c, const Prob
   return v;
 }
 
+LaunchShape PreparedVariant::shape() const {
+  return plan_.stages.empty() ? LaunchShape{} : StageShape(plan_.stages.front(), problem_.batch);
+}
+
 Status PreparedVariant::Launch(const void* input, const int32_t* ranges, int32_t* indices, void* values,
                                int64_t batch, CUstream stream) const {
   if (batch <= 0 || problem_.k == 0) return Status::Ok();
-  TopkArgs a = args_;
-  a.input = input;
-  a.ranges = ranges;
-  a.out_idx = indices;
-  a.out_val = values;
-  a.batch = static_cast<int>(batch);
-  LaunchShape s = shape_;
-  if (batch != problem_.batch)
-    s.grid = config_.warp_mode() ? static_cast<unsigned>((batch + config_.block_threads / 32 - 1) /
-                                                         (config_.block_threads / 32))
-                                 : static_cast<unsigned>(batch * config_.cluster);
-  TOPK_RETURN_IF_ERROR(jit::Launch(topk_, s, &a, sizeof(a), stream));
+  for (size_t i = 0; i < stage_fns_.size(); ++i) {
+    const gen::Stage& st = plan_.stages[i];
+    TopkArgs a = base_args_;
+    a.buffer = st.args.buffer;
+    a.rounds = st.args.rounds;
+    a.cache_cap = st.args.cache_cap;
+    a.smem_bytes = st.args.smem_bytes;
+    a.input = input;
+    a.ranges = ranges;
+    a.out_idx = indices;
+    a.out_val = values;
+    a.batch = static_cast<int>(batch);
+    TOPK_RETURN_IF_ERROR(jit::Launch(stage_fns_[i], StageShape(st, batch), &a, sizeof(a), stream));
+  }
   if (!sort_) return Status::Ok();
   SortArgs sa = sort_args_;
   sa.input = input;
@@ -66,6 +84,29 @@ Status PreparedVariant::Launch(const void* input, const int32_t* ranges, int32_t
   LaunchShape ss = sort_shape_;
   ss.grid = static_cast<unsigned>(batch);
   return jit::Launch(sort_, ss, &sa, sizeof(sa), stream);
+}
+
+StatusOr<PreparedVariant> LoadVariant(KernelStore& kernels, const gen::Config& c, const Problem& p,
+                                      const gen::Arch& arch, bool* from_store, int max_cache_keys,
+                                      const std::function<gen::KernelSource(gen::KernelSource)>& transform) {
+  auto prepared = [&](gen::KernelSource src) { return transform ? transform(std::move(src)) : src; };
+  TOPK_RETURN_IF_ERROR(gen::ValidateFor(c, arch, p));
+  bool all_stored = true;
+  std::vector<CUfunction> fns;
+  for (const gen::KernelSource& src : gen::GenerateSources(c)) {
+    bool stored = false;
+    TOPK_ASSIGN_OR_RETURN(CUfunction fn, kernels.Function(prepared(src), &stored));
+    all_stored = all_stored && stored;
+    fns.push_back(fn);
+  }
+  CUfunction sort = nullptr;
+  if (p.sorted) {
+    bool stored = false;
+    TOPK_ASSIGN_OR_RETURN(sort, kernels.Function(prepared(gen::SortSource(p.dtype)), &stored));
+    all_stored = all_stored && stored;
+  }
+  if (from_store) *from_store = all_stored;
+  return PreparedVariant::Make(c, p, arch, fns, sort, max_cache_keys);
 }
 
 }  // namespace topk::jit

@@ -1,16 +1,24 @@
-// A variant made ready for one problem: its function(s), launch shape and
-// argument block, so that launching is only filling pointers and one or two
-// cuLaunchKernel calls. Shared by the tuner, the runtime and the tests.
+// A variant made ready for one problem: its functions, launch shapes and
+// argument blocks, so that launching is only filling pointers and one
+// cuLaunchKernel call per stage. Shared by the tuner's worker, the runtime,
+// the CLI's verify, the probe and the tests; LoadVariant is the one way from
+// a configuration to a ready variant through the kernel store.
 #pragma once
 
 #include <cuda.h>
 
+#include <functional>
+#include <vector>
+
 #include "generator/config.hpp"
+#include "generator/family.hpp"
 #include "jit/device.hpp"
 #include "topk/args.h"
 #include "topk/topk.hpp"
 
 namespace topk::jit {
+
+class KernelStore;
 
 // Largest k the row sort supports (its shared memory holds a power of two
 // >= k of 8-byte entries, opting in to 128 KB).
@@ -19,13 +27,16 @@ constexpr int64_t kMaxSortedK = 16384;
 class PreparedVariant {
  public:
   PreparedVariant() = default;
-  // `topk` is the variant's function; `sort` the row-sort function of the
-  // dtype (required when p.sorted). Sets the functions' shared-memory
-  // attributes and checks that one block / cluster fits: kResourceExhausted
-  // otherwise. The context must be current. `max_cache_keys` >= 0 caps the
-  // row cache (tests use it to cover the partly cached path).
+  // `kernels` are the functions of the family's sources for `c`, in order
+  // (gen::GenerateSources); `sort` the row-sort function of the dtype
+  // (required when p.sorted). Runs the family's launch plan: sets the
+  // functions' shared-memory attributes and checks that one block / cluster
+  // of every stage fits (kResourceExhausted otherwise). The context must be
+  // current. `max_cache_keys` >= 0 caps the row cache (tests use it to cover
+  // the partly cached path).
   static StatusOr<PreparedVariant> Make(const gen::Config& c, const Problem& p, const gen::Arch& arch,
-                                        CUfunction topk, CUfunction sort, int max_cache_keys = -1);
+                                        const std::vector<CUfunction>& kernels, CUfunction sort,
+                                        int max_cache_keys = -1);
 
   // Launches on `stream` for `batch` rows (<= the planned batch). No
   // allocation, no synchronisation.
@@ -34,20 +45,33 @@ class PreparedVariant {
 
   const gen::Config& config() const { return config_; }
   const Problem& problem() const { return problem_; }
-  const LaunchShape& shape() const { return shape_; }
+  // The first stage's launch shape for the planned batch.
+  LaunchShape shape() const;
+  const gen::LaunchPlan& plan() const { return plan_; }
 
  private:
   gen::Config config_;
   Problem problem_;
-  CUfunction topk_ = nullptr;
+  gen::LaunchPlan plan_;
+  std::vector<CUfunction> stage_fns_;  // one per plan stage
   CUfunction sort_ = nullptr;
-  LaunchShape shape_;
+  TopkArgs base_args_ = {};  // the problem's fields; each stage adds its knobs
   LaunchShape sort_shape_;
-  TopkArgs args_ = {};
   SortArgs sort_args_ = {};
 };
 
 // Flags word of a problem (TOPK_FLAG_*).
 unsigned ProblemFlags(const Problem& p);
+
+// The one pipeline from a configuration to a ready variant: the family's
+// sources (and the row sort when p.sorted) through `kernels` (memory, the
+// binary store, or NVRTC), then PreparedVariant::Make. `from_store` (may be
+// null) says whether every binary came from the store or memory rather than
+// a fresh compile. `transform`, when set, rewrites every source before it is
+// compiled (the probe prepends development defines). The context must be
+// current.
+StatusOr<PreparedVariant> LoadVariant(KernelStore& kernels, const gen::Config& c, const Problem& p,
+                                      const gen::Arch& arch, bool* from_store = nullptr, int max_cache_keys = -1,
+                                      const std::function<gen::KernelSource(gen::KernelSource)>& transform = {});
 
 }  // namespace topk::jit

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,7 +27,8 @@ struct DispatchDecision {
 // `device_fingerprint` is this device's; `same_arch_devices` are other
 // devices in the cache with this device's compute capability, consulted only
 // when `allow_same_arch`. Winners whose config does not fit `p` on `arch`
-// (e.g. a warp-mode winner for a longer row) are skipped. `cache` may be
+// are skipped; a nearest-shape winner goes through its family's Adapt
+// (gen::Family), which may change launch arguments or refuse to carry over. `cache` may be
 // null (then the default).
 DispatchDecision Decide(const cache::Cache* cache, const std::string& device_fingerprint,
                         const std::vector<std::string>& same_arch_devices, bool allow_same_arch, const Problem& p,
@@ -45,25 +45,5 @@ double ShapeDistance(const Problem& a, const Problem& b);
 // 128 x 201088 k64) it was 7% slower and at 7.0 (bf16 8 x 256000 k1) 50%
 // slower.
 constexpr double kMaxNearestDistance = 5.5;
-
-// A nearest-shape winner of the one-CTA kernel whose candidate buffer left
-// room for speculative capture at its tuned k, but not at this problem's k,
-// gets the smallest of the tuner's larger buffer sizes that does (when that
-// still fits the device), unless its row cache holds the whole row; the
-// buffer is a launch argument, the compiled kernel stays the same. Measured
-// on an H100: bf16 256 x 128256 k1024 ran in 148 us with the 128 x 201088
-// k64 winner's 1024-candidate buffer and in 78 us with 4096 (default: 97);
-// 64 x 8192 k1024 (cached rows) ran 10% slower with the buffer raised.
-void AdaptBuffer(gen::Config* c, int64_t tuned_k, const Problem& p, const gen::Arch& arch);
-
-// The cluster size a nearest-shape winner should launch with for `batch`
-// rows, when it was tuned for `tuned_batch` rows with `cluster` CTAs per row
-// (cluster size is a launch argument of one compiled kernel). `resident(c)`
-// is how many clusters of size c are co-resident on the device (0: unknown).
-// The size is halved (not below 2) while this batch has more rows than fit
-// in one wave of clusters but the tuned batch did fit: two waves cost about
-// twice the time (measured: 16 x 65536 ran at 66% of its own winner's speed
-// with the 8 x 65536 winner's 8-CTA clusters).
-int FitClusterToBatch(int cluster, int64_t batch, int64_t tuned_batch, const std::function<int(int)>& resident);
 
 }  // namespace topk::runtime

@@ -118,7 +118,7 @@ class LibraryImpl final : public Library {
       }
       if (!made.ok()) return made.status();
       v = std::move(*made);
-      if (d.source == DispatchSource::kNearest) FitCluster(p, &d, &v);
+      if (d.source == DispatchSource::kNearest) FitToBatch(p, &d, &v);
     }
     info.source = d.source;
     info.variant_id = d.config.Id();
@@ -132,46 +132,36 @@ class LibraryImpl final : public Library {
   const std::string& device_description() const override { return description_; }
 
  private:
-  // A nearest-shape winner with clusters, stretched over more rows than it
-  // was tuned for, gets a smaller cluster when its clusters would no longer
-  // be co-resident (runtime::FitClusterToBatch). The cluster size is a launch
-  // argument: the compiled kernel stays the same (so binary_from_cache,
-  // set by the first Prepare, stays true to where it came from). Best
-  // effort: on any failure the plan keeps the winner's size.
-  void FitCluster(const Problem& p, runtime::DispatchDecision* d, jit::PreparedVariant* v) {
-    if (d->config.cluster < 2 || p.batch <= d->tuned_batch) return;
-    bool cached = false;
-    auto fn = kernels_->Function(gen::GenerateSource(d->config), &cached);
+  // A nearest-shape winner stretched over more rows than it was tuned for
+  // may launch differently (the radix family shrinks its clusters when they
+  // would no longer be co-resident: gen::FitClusterToBatch). Only launch
+  // arguments change: the compiled kernels stay the same (so
+  // binary_from_cache, set by the first Prepare, stays true to where they
+  // came from). Best effort: on any failure the plan keeps the winner's.
+  void FitToBatch(const Problem& p, runtime::DispatchDecision* d, jit::PreparedVariant* v) {
+    const gen::Family* family = d->config.family_ptr();
+    if (!family || v->plan().stages.empty()) return;
+    const std::vector<gen::KernelSource> srcs = gen::GenerateSources(d->config);
+    const int first = v->plan().stages.front().kernel;
+    if (first < 0 || first >= static_cast<int>(srcs.size())) return;
+    auto fn = kernels_->Function(srcs[first]);
     if (!fn.ok()) return;
-    const int fitted = runtime::FitClusterToBatch(d->config.cluster, p.batch, d->tuned_batch, [&](int c) {
-      gen::Config t = d->config;
-      t.cluster = c;
-      TopkArgs args = {};
-      auto n = jit::ResidentClusters(*fn, jit::ComputeLaunch(t, p, p.batch, arch_, &args, -1));
+    auto fitted = family->FitToBatch(d->config, p, d->tuned_batch, [&](const gen::Config& t) {
+      const gen::LaunchPlan plan = gen::PlanLaunch(t, p, arch_);
+      if (plan.stages.empty()) return 0;
+      auto n = jit::ResidentClusters(*fn, jit::StageShape(plan.stages.front(), p.batch));
       return n.ok() ? *n : 0;
     });
-    if (fitted == d->config.cluster) return;
-    gen::Config t = d->config;
-    t.cluster = fitted;
+    if (!fitted) return;
     bool fc = false;
-    auto made = Prepare(t, p, &fc);
+    auto made = Prepare(*fitted, p, &fc);
     if (!made.ok()) return;
     *v = std::move(*made);
-    d->config = t;
+    d->config = *fitted;
   }
 
   StatusOr<jit::PreparedVariant> Prepare(const gen::Config& c, const Problem& p, bool* from_cache) {
-    bool topk_cached = false, sort_cached = true;
-    auto fn = kernels_->Function(gen::GenerateSource(c), &topk_cached);
-    if (!fn.ok()) return fn.status();
-    CUfunction sort = nullptr;
-    if (p.sorted) {
-      auto s = kernels_->Function(gen::SortSource(p.dtype), &sort_cached);
-      if (!s.ok()) return s.status();
-      sort = *s;
-    }
-    *from_cache = topk_cached && sort_cached;
-    return jit::PreparedVariant::Make(c, p, arch_, *fn, sort);
+    return jit::LoadVariant(*kernels_, c, p, arch_, from_cache);
   }
 
   Options options_;

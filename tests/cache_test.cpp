@@ -2,6 +2,7 @@
 // record type, refusal of files we must not touch, concurrent writers
 // (threads and processes), export / import and merge. No GPU needed.
 #include "cache/cache.hpp"
+#include "generator/radix.hpp"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -91,7 +92,7 @@ Problem MakeProblem(int64_t batch, int64_t n, int64_t k, DType dtype = DType::kF
 }
 
 gen::Config MakeConfig(int block_threads, int cluster = 1) {
-  gen::Config c;
+  gen::RadixParams c;
   c.block_threads = block_threads;
   c.cluster = cluster;
   return c;

@@ -453,7 +453,7 @@ TEST(CliSpaceTest, TableAndJsonMatchTheGenerator) {
 }
 
 TEST(CliEmitTest, PrintsTheSourceOfAVariantOrTheDefault) {
-  const std::string id = "radix_f32_b512_r11_s4096_c1_t2_m1_i0";
+  const std::string id = "radix_f32_b512_r11_h0_s4096_c1_t2_m1";
   Result r = RunCli({"emit", "--variant", id});
   ASSERT_EQ(r.code, kOk) << Describe(r);
   EXPECT_TRUE(Contains(r.out, "#include \"topk/kernels.cuh\"")) << r.out;
@@ -475,7 +475,7 @@ TEST(CliEmitTest, PrintsTheSourceOfAVariantOrTheDefault) {
 // --resources compiles with NVRTC (no GPU) and reports ptxas's figures: a
 // warp-mode kernel at its register cap without spills, and the sm_80 target.
 TEST(CliEmitTest, ResourcesReportsRegistersAndSpills) {
-  const std::string id = "radix_f32_b256_r1_s0_c0_t0_m0_i8";
+  const std::string id = "warp_f32_b256_i8_l0";
   Result r = RunCli({"emit", "--variant", id, "--resources"});
   ASSERT_EQ(r.code, kOk) << Describe(r);
   EXPECT_TRUE(Contains(r.out, "variant " + id + ") for sm_90, nvrtc ")) << r.out;
@@ -486,7 +486,7 @@ TEST(CliEmitTest, ResourcesReportsRegistersAndSpills) {
   ASSERT_EQ(r.code, kOk) << Describe(r);
   EXPECT_TRUE(Contains(r.out, ") for sm_80, ")) << r.out;
   // A cluster kernel is not valid for sm_80: a usage error before compiling.
-  r = RunCli({"emit", "--variant", "radix_f32_b512_r11_s4096_c8_t2_m1_i0", "--resources", "--arch", "sm_80"});
+  r = RunCli({"emit", "--variant", "radix_f32_b512_r11_h0_s4096_c8_t2_m1", "--resources", "--arch", "sm_80"});
   EXPECT_EQ(r.code, kUsage) << Describe(r);
 }
 
@@ -495,12 +495,12 @@ TEST(CliEmitTest, RejectsBadIdsAndInvalidConfigs) {
   EXPECT_EQ(r.code, kUsage) << Describe(r);
   EXPECT_TRUE(Contains(r.err, "malformed variant id")) << r.err;
 
-  r = RunCli({"emit", "--variant", "radix_f32_b4096_r11_s4096_c1_t2_m1_i0"});
+  r = RunCli({"emit", "--variant", "radix_f32_b4096_r11_h0_s4096_c1_t2_m1"});
   EXPECT_EQ(r.code, kUsage) << Describe(r);
   EXPECT_TRUE(Contains(r.err, "constraint block")) << r.err;
 
   // Valid alone, but not for a problem of another dtype.
-  r = RunCli({"emit", "--variant", "radix_f32_b512_r11_s4096_c1_t2_m1_i0", "--shape", "bf16:4x4096:8"});
+  r = RunCli({"emit", "--variant", "radix_f32_b512_r11_h0_s4096_c1_t2_m1", "--shape", "bf16:4x4096:8"});
   EXPECT_EQ(r.code, kUsage) << Describe(r);
   EXPECT_TRUE(Contains(r.err, "constraint")) << r.err;
 
@@ -510,8 +510,39 @@ TEST(CliEmitTest, RejectsBadIdsAndInvalidConfigs) {
   r = RunCli({"emit", "--default"});
   EXPECT_EQ(r.code, kUsage) << Describe(r);
   EXPECT_TRUE(Contains(r.err, "--shape")) << r.err;
-  r = RunCli({"emit", "--variant", "radix_f32_b512_r11_s4096_c1_t2_m1_i0", "-o", "/proc/forbidden/k.cu"});
+  r = RunCli({"emit", "--variant", "radix_f32_b512_r11_h0_s4096_c1_t2_m1", "-o", "/proc/forbidden/k.cu"});
   EXPECT_EQ(r.code, kUsage) << Describe(r);
+
+  // An unknown family names the known ones.
+  r = RunCli({"emit", "--variant", "sorted_f32_b512"});
+  EXPECT_EQ(r.code, kUsage) << Describe(r);
+  EXPECT_TRUE(Contains(r.err, "unknown family 'sorted'")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "radix")) << r.err;
+}
+
+// Ids written by earlier releases still name their variant: one radix
+// family whose cluster 0 was one warp per row.
+TEST(CliEmitTest, EarlierReleasesIdsStillWork) {
+  Result r = RunCli({"emit", "--variant", "radix_f32_b256_r1_s0_c0_t0_m0_i8", "-o", TempPath("old.cu")});
+  ASSERT_EQ(r.code, kOk) << Describe(r);
+  EXPECT_TRUE(Contains(r.err, "variant warp_f32_b256_i8_l0")) << r.err;
+  r = RunCli({"emit", "--variant", "radix_f32_b512_r11h_s4096_c1_t2_m1_i0", "-o", TempPath("old.cu")});
+  ASSERT_EQ(r.code, kOk) << Describe(r);
+  EXPECT_TRUE(Contains(r.err, "variant radix_f32_b512_r11_h1_s4096_c1_t2_m1")) << r.err;
+}
+
+TEST(CliSpaceTest, FamilyFilterAndOneTablePerFamily) {
+  Result r = RunCli({"space", "--shape", "f32:4096x256:8"});
+  ASSERT_EQ(r.code, kOk) << Describe(r);
+  EXPECT_TRUE(Contains(r.out, "family warp:")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "family radix:")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "lane_bound")) << r.out;
+  r = RunCli({"space", "--shape", "f32:4096x256:8", "--family", "warp"});
+  ASSERT_EQ(r.code, kOk) << Describe(r);
+  EXPECT_FALSE(Contains(r.out, "family radix:")) << r.out;
+  r = RunCli({"space", "--shape", "f32:4096x256:8", "--family", "nope"});
+  EXPECT_EQ(r.code, kUsage) << Describe(r);
+  EXPECT_TRUE(Contains(r.err, "unknown kernel family 'nope'")) << r.err;
 }
 
 TEST(CliEmitTest, StandaloneSourceCompilesWithNvcc) {

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "generator/config.hpp"
+#include "generator/radix.hpp"
 #include "generator/source.hpp"
 #include "jit/compiler.hpp"
 #include "jit/kernel_store.hpp"
@@ -161,7 +162,7 @@ TEST(CompileAllTest, NvccCompilesGeneratedSourceOffline) {
   const char* home = std::getenv("CUDA_HOME");
   const std::string nvcc = std::string(home && *home ? home : "/usr/local/cuda") + "/bin/nvcc";
   if (!std::filesystem::exists(nvcc)) GTEST_SKIP() << "nvcc not found at " << nvcc;
-  gen::Config c;
+  gen::RadixParams c;
   c.dtype = DType::kBF16;
   c.block_threads = 256;
   c.radix_bits = 8;

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "cache/cache.hpp"
+#include "generator/radix.hpp"
+#include "generator/warp.hpp"
 #include "runtime/dispatch.hpp"
 #include "support/test_support.hpp"
 
@@ -32,7 +34,7 @@ Problem Dsa(int64_t batch, int64_t n, int64_t k) { return Rows(DType::kF32, batc
 Problem Sampling(int64_t batch, int64_t n, int64_t k) { return Rows(DType::kBF16, batch, n, k, false, true); }
 
 gen::Config Cfg(int block, int cluster, int buffer, DType dtype = DType::kF32) {
-  gen::Config c;
+  gen::RadixParams c;
   c.dtype = dtype;
   c.block_threads = block;
   c.radix_bits = 11;
@@ -43,19 +45,18 @@ gen::Config Cfg(int block, int cluster, int buffer, DType dtype = DType::kF32) {
   return c;
 }
 
-// One warp per row, 8 items per lane; `rounds` picks the body.
-gen::Config WarpCfg(int block, int rounds) {
-  gen::Config c;
-  c.dtype = DType::kF32;
-  c.block_threads = block;
-  c.radix_bits = 1;
-  c.cluster = 0;
-  c.items = 8;
-  c.smem_buffer = 0;
-  c.rounds = rounds;
-  c.row_cache = false;
-  return c;
+// One warp per row, 8 items per lane; `bound` picks the body.
+gen::Config WarpCfg(int block, int bound) { return gen::WarpParams{DType::kF32, block, 8, bound}; }
+
+// The radix family's nearest-dispatch adaptation of a winner tuned at k =
+// `tuned_k` (the buffer is the only thing it changes).
+void AdaptBuffer(gen::Config* c, int64_t tuned_k, const Problem& p, const gen::Arch& arch) {
+  Problem tuned = p;
+  tuned.k = tuned_k;
+  if (auto a = gen::RadixFamily().Adapt(*c, tuned, p, arch)) *c = *a;
 }
+
+int Buffer(const gen::Config& c) { return c.Get("smem_buffer"); }
 
 class DispatchTest : public ::testing::Test {
  protected:
@@ -144,8 +145,8 @@ TEST_F(DispatchTest, NearestWarpWinnerOnlyForItsRowLengthAndBatch) {
   const DispatchDecision d = Decide(cache_.get(), kHere, {}, false, near, arch_);
   ASSERT_EQ(d.source, DispatchSource::kNearest);
   EXPECT_EQ(d.tuned_batch, 4096);
-  EXPECT_EQ(d.config.block_threads, 256);
-  EXPECT_EQ(d.config.items, 8);
+  EXPECT_EQ(d.config.Get("block_threads"), 256);
+  EXPECT_EQ(d.config.Get("items"), 8);
   // Another row-length class, or a batch beyond a factor of two: the default.
   for (auto [batch, n] : {std::pair<int64_t, int64_t>{4096, 64}, {4096, 512}, {2047, 256}, {8193, 256}, {64, 256}}) {
     Problem q = near;
@@ -160,7 +161,7 @@ TEST_F(DispatchTest, NearestWarpWinnerOnlyForItsRowLengthAndBatch) {
   longer.n = 4096;
   longer.k = 8;
   const DispatchDecision l = Decide(cache_.get(), kHere, {}, false, longer, arch_);
-  EXPECT_FALSE(l.config.warp_mode());
+  EXPECT_NE(l.config.family, "warp");
 }
 
 TEST_F(DispatchTest, NearestWarpBoundWinnerWithinItsBatchRange) {
@@ -175,8 +176,8 @@ TEST_F(DispatchTest, NearestWarpBoundWinnerWithinItsBatchRange) {
   const Problem fewer = Rows(DType::kF32, 6000, 256, 8, true, false);
   const DispatchDecision f = Decide(cache_.get(), kHere, {}, false, fewer, arch_);
   EXPECT_EQ(f.source, DispatchSource::kDefault);
-  EXPECT_EQ(f.config.block_threads, 128);
-  EXPECT_TRUE(f.config.warp_bound());  // the default's rule: 4096 fp32 rows or more, k <= 8
+  EXPECT_EQ(f.config.Get("block_threads"), 128);
+  EXPECT_EQ(f.config.Get("lane_bound"), 1);  // the default's rule: 4096 fp32 rows or more, k <= 8
 }
 
 TEST_F(DispatchTest, ShapeDistanceIsSymmetricAndZeroOnlyForEqualShapes) {
@@ -250,7 +251,7 @@ TEST_F(DispatchTest, NearestOneCtaWinnerGetsABufferForItsK) {
   const DispatchDecision d = Decide(cache_.get(), kHere, {}, false, bigger_k, arch_);
   ASSERT_EQ(d.source, DispatchSource::kNearest);
   gen::Config want = c;
-  want.smem_buffer = 4096;
+  want.Set("smem_buffer", 4096);
   EXPECT_EQ(d.config, want);
   // A k the buffer already serves keeps it (the row, 256 KB, is too long
   // for the row cache in every case here).
@@ -264,37 +265,37 @@ TEST_F(DispatchTest, NearestOneCtaWinnerGetsABufferForItsK) {
   EXPECT_EQ(cl.config, Cfg(1024, 16, 1024));
   gen::Config one_cta = Cfg(1024, 1, 1024);
   AdaptBuffer(&one_cta, 512, Dsa(1, 393216, 800), arch_);
-  EXPECT_EQ(one_cta.smem_buffer, 4096);
+  EXPECT_EQ(Buffer(one_cta), 4096);
   // The helper alone: no room at the tuned k either means nothing to keep;
   // rows the row cache holds keep their buffer, uncached ones do not.
   gen::Config small = Cfg(512, 1, 1024);
   AdaptBuffer(&small, 2048, Dsa(4, 131072, 4096), arch_);
-  EXPECT_EQ(small.smem_buffer, 1024);
+  EXPECT_EQ(Buffer(small), 1024);
   gen::Config cached = Cfg(512, 1, 1024);
   AdaptBuffer(&cached, 512, Dsa(64, 8192, 1024), arch_);
-  EXPECT_EQ(cached.smem_buffer, 1024);
-  cached.row_cache = false;
+  EXPECT_EQ(Buffer(cached), 1024);
+  cached.Set("row_cache", 0);
   AdaptBuffer(&cached, 512, Dsa(64, 8192, 1024), arch_);
-  EXPECT_EQ(cached.smem_buffer, 4096);
+  EXPECT_EQ(Buffer(cached), 4096);
   // Below 512 candidates the kernel never speculates (TOPK_SPECULATES):
   // nothing to keep, so the buffer stays even where k would fit it.
   gen::Config tiny = Cfg(512, 1, 256);
-  tiny.row_cache = false;
+  tiny.Set("row_cache", 0);
   AdaptBuffer(&tiny, 64, Dsa(4, 131072, 1024), arch_);
-  EXPECT_EQ(tiny.smem_buffer, 256);
+  EXPECT_EQ(Buffer(tiny), 256);
 }
 
-TEST(FitClusterToBatch, HalvesOnlyWhenTheTunedBatchFitAndThisOneDoesNot) {
+TEST(FitClusterToBatchTest, HalvesOnlyWhenTheTunedBatchFitAndThisOneDoesNot) {
   // A device where 14 clusters of 8, 30 of 4 and 64 of 2 are co-resident.
   auto resident = [](int c) { return c == 16 ? 6 : c == 8 ? 14 : c == 4 ? 30 : c == 2 ? 64 : 0; };
-  EXPECT_EQ(FitClusterToBatch(8, 16, 8, resident), 4);     // 16 > 14, and 8 fit
-  EXPECT_EQ(FitClusterToBatch(16, 40, 4, resident), 2);    // 40 > 30: down to 2
-  EXPECT_EQ(FitClusterToBatch(16, 100, 4, resident), 2);   // never below 2
-  EXPECT_EQ(FitClusterToBatch(16, 2, 1, resident), 16);    // fits: unchanged
-  EXPECT_EQ(FitClusterToBatch(8, 8, 16, resident), 8);     // fewer rows than tuned
-  EXPECT_EQ(FitClusterToBatch(8, 64, 32, resident), 8);    // the tuned batch did not fit either
-  EXPECT_EQ(FitClusterToBatch(8, 16, 8, [](int) { return 0; }), 8);  // unknown occupancy
-  EXPECT_EQ(FitClusterToBatch(1, 500, 8, resident), 1);    // one CTA per row: nothing to fit
+  EXPECT_EQ(gen::FitClusterToBatch(8, 16, 8, resident), 4);     // 16 > 14, and 8 fit
+  EXPECT_EQ(gen::FitClusterToBatch(16, 40, 4, resident), 2);    // 40 > 30: down to 2
+  EXPECT_EQ(gen::FitClusterToBatch(16, 100, 4, resident), 2);   // never below 2
+  EXPECT_EQ(gen::FitClusterToBatch(16, 2, 1, resident), 16);    // fits: unchanged
+  EXPECT_EQ(gen::FitClusterToBatch(8, 8, 16, resident), 8);     // fewer rows than tuned
+  EXPECT_EQ(gen::FitClusterToBatch(8, 64, 32, resident), 8);    // the tuned batch did not fit either
+  EXPECT_EQ(gen::FitClusterToBatch(8, 16, 8, [](int) { return 0; }), 8);  // unknown occupancy
+  EXPECT_EQ(gen::FitClusterToBatch(1, 500, 8, resident), 1);    // one CTA per row: nothing to fit
 }
 
 }  // namespace

@@ -6,14 +6,17 @@
 #include <sstream>
 
 #include "generator/config.hpp"
+#include "generator/family.hpp"
+#include "generator/radix.hpp"
 #include "generator/source.hpp"
+#include "generator/warp.hpp"
 #include "jit/device.hpp"
 
 namespace topk::gen {
 namespace {
 
-Config Block() {
-  Config c;
+RadixParams Block() {
+  RadixParams c;
   c.dtype = DType::kF32;
   c.block_threads = 512;
   c.radix_bits = 11;
@@ -24,18 +27,9 @@ Config Block() {
   return c;
 }
 
-Config Warp() {
-  Config c;
-  c.dtype = DType::kBF16;
-  c.block_threads = 256;
-  c.radix_bits = 1;
-  c.cluster = 0;
-  c.items = 8;
-  c.smem_buffer = 0;
-  c.rounds = 0;
-  c.row_cache = false;
-  return c;
-}
+WarpParams Warp() { return WarpParams{DType::kBF16, 256, 8, 0}; }
+
+RadixParams R(const Config& c) { return RadixParams::Of(c); }
 
 Problem Prob(DType dt, int64_t batch, int64_t n, int64_t k) {
   Problem p;
@@ -48,11 +42,13 @@ Problem Prob(DType dt, int64_t batch, int64_t n, int64_t k) {
 
 TEST(ConfigTest, IdNamesEveryParameterAndRoundTrips) {
   const Config c = Block();
-  EXPECT_EQ(c.Id(), "radix_f32_b512_r11_s4096_c8_t1_m1_i0");
-  Config h = c;
-  h.half_first = true;
-  EXPECT_EQ(h.Id(), "radix_f32_b512_r11h_s4096_c8_t1_m1_i0");
-  for (const Config& x : {c, h, Warp()}) {
+  EXPECT_EQ(c.Id(), "radix_f32_b512_r11_h0_s4096_c8_t1_m1");
+  RadixParams hp = Block();
+  hp.half_first = true;
+  const Config h = hp;
+  EXPECT_EQ(h.Id(), "radix_f32_b512_r11_h1_s4096_c8_t1_m1");
+  EXPECT_EQ(Config(Warp()).Id(), "warp_bf16_b256_i8_l0");
+  for (const Config& x : {c, h, Config(Warp())}) {
     auto back = Config::FromId(x.Id());
     ASSERT_TRUE(back.ok()) << back.status().ToString();
     EXPECT_EQ(*back, x);
@@ -60,13 +56,49 @@ TEST(ConfigTest, IdNamesEveryParameterAndRoundTrips) {
 }
 
 TEST(ConfigTest, FromIdRejectsMalformedIds) {
-  for (const char* bad : {"", "radix_", "topk_f32_b512_r11_s4096_c8_t1_m1_i0", "radix_f64_b512_r11_s4096_c8_t1_m1_i0",
-                          "radix_f32_b512_r11_s4096_c8_t1_m2_i0", "radix_f32_bx_r11_s4096_c8_t1_m1_i0",
-                          "radix_f32_b512_r11_s4096_c8_t1_m1"}) {
+  for (const char* bad : {"", "radix_", "_f32", "topk_f32_b512_r11_s4096_c8_t1_m1_i0",
+                          "radix_f64_b512_r11_s4096_c8_t1_m1_i0", "radix_f32_b512_r11_s4096_c8_t1_m2_i0",
+                          "radix_f32_bx_r11_s4096_c8_t1_m1_i0", "radix_f32_b512_r11_s4096_c8_t1_m1",
+                          "radix_f32_b512_r11_h0_s4096_c8_t1_mx", "radix_f32_b512_r11_h0_s4096_c8_t1_m1_z3",
+                          "warp_f32_b128_i8", "warp_f32_b128_i8_lx", "warp_f32_b128_i8_l99999999999"}) {
     auto r = Config::FromId(bad);
     EXPECT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
   }
+}
+
+// Ids and JSON stored by earlier releases (one "radix" family whose cluster 0
+// meant one warp per row) still parse, into today's families.
+TEST(ConfigTest, EarlierReleasesIdsAndJsonStillParse) {
+  auto r = Config::FromId("radix_f32_b512_r11_s4096_c8_t1_m1_i0");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(*r, Config(Block()));
+  auto h = Config::FromId("radix_f32_b1024_r11h_s4096_c16_t2_m0_i0");
+  ASSERT_TRUE(h.ok());
+  EXPECT_TRUE(R(*h).half_first);
+  EXPECT_EQ(R(*h).cluster, 16);
+  EXPECT_FALSE(R(*h).row_cache);
+  auto w = Config::FromId("radix_f32_b128_r1_s0_c0_t1_m0_i8");
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(w->Id(), "warp_f32_b128_i8_l1");
+  const nlohmann::json old = {{"dtype", "bf16"},   {"block_threads", 256}, {"radix_bits", 1}, {"half_first", false},
+                              {"smem_buffer", 0},  {"cluster", 0},         {"rounds", 0},     {"row_cache", false},
+                              {"items", 8}};
+  auto j = Config::FromJson(old);
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  EXPECT_EQ(*j, Config(Warp()));
+  nlohmann::json old_radix = old;
+  old_radix["cluster"] = 8;
+  old_radix["radix_bits"] = 11;
+  old_radix["smem_buffer"] = 4096;
+  old_radix["rounds"] = 1;
+  old_radix["row_cache"] = true;
+  old_radix["dtype"] = "f32";
+  old_radix["block_threads"] = 512;
+  old_radix["items"] = 0;
+  auto jr = Config::FromJson(old_radix);
+  ASSERT_TRUE(jr.ok());
+  EXPECT_EQ(*jr, Config(Block()));
 }
 
 TEST(ConfigTest, JsonRoundTripAndErrors) {
@@ -84,16 +116,47 @@ TEST(ConfigTest, JsonRoundTripAndErrors) {
   j = c.ToJson();
   j["dtype"] = "f64";
   EXPECT_FALSE(Config::FromJson(j).ok());
+  j = c.ToJson();
+  j["family"] = "nope";
+  EXPECT_NE(Config::FromJson(j).status().message().find("unknown family 'nope'"), std::string::npos);
+  j = c.ToJson();
+  j["items"] = 8;  // a warp parameter on a radix config
+  EXPECT_NE(Config::FromJson(j).status().message().find("unknown field \"items\""), std::string::npos);
+}
+
+TEST(FamilyTest, RegistryListsBothFamiliesAndTheirParameters) {
+  ASSERT_NE(FindFamily("radix"), nullptr);
+  ASSERT_NE(FindFamily("warp"), nullptr);
+  EXPECT_EQ(FindFamily("nope"), nullptr);
+  for (const Family* f : Families()) {
+    EXPECT_FALSE(f->summary().empty());
+    std::set<std::string> tags;
+    for (const ParamSpec& p : f->params()) {
+      EXPECT_TRUE(tags.insert(p.tag).second) << f->name() << " " << p.tag;
+      EXPECT_FALSE(p.meaning.empty()) << p.name;
+      EXPECT_FALSE(p.values.empty()) << p.name;
+    }
+    EXPECT_TRUE(FamilyOf(f->Blank(DType::kF32)).ok());
+  }
+  // A taken name, a name with '_' and repeated tags are refused.
+  EXPECT_FALSE(RegisterFamily(MakeRadixFamily()).ok());
+  Config broken = Block();
+  broken.params.pop_back();
+  Status s = Validate(broken, Arch::Sm90());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.where().find("constraint family"), std::string::npos) << s.ToString();
+  broken.family = "nope";
+  EXPECT_NE(Validate(broken, Arch::Sm90()).message().find("unknown kernel family 'nope'"), std::string::npos);
 }
 
 TEST(ConfigTest, PrintingUsesTheId) {
   std::ostringstream s;
-  s << Block();
-  EXPECT_EQ(s.str(), Block().Id());
+  s << Config(Block());
+  EXPECT_EQ(s.str(), Config(Block()).Id());
 }
 
 TEST(ConfigTest, PassesFollowKeyWidthRadixAndFirstPass) {
-  Config c = Block();
+  RadixParams c = Block();
   EXPECT_EQ(c.passes(), 3);  // 11 + 11 + 10
   c.radix_bits = 8;
   EXPECT_EQ(c.passes(), 4);
@@ -113,51 +176,47 @@ TEST(ConstraintTest, RejectsEachBrokenConstraintByName) {
     Config c;
   };
   std::vector<Row> rows;
-  auto with = [](auto f) {
-    Config c = Block();
+  auto with = [](auto f) -> Config {
+    RadixParams c = Block();
     f(c);
     return c;
   };
-  rows.push_back({"block", with([](Config& c) { c.block_threads = 500; })});
-  rows.push_back({"block", with([](Config& c) { c.block_threads = 2048; })});
-  rows.push_back({"radix", with([](Config& c) { c.radix_bits = 9; })});
-  rows.push_back({"first-pass", with([](Config& c) {
+  auto warp = [](auto f) -> Config {
+    WarpParams c = Warp();
+    f(c);
+    return c;
+  };
+  auto raw = [](const char* name, int v) {
+    Config c = Block();
+    c.Set(name, v);
+    return c;
+  };
+  rows.push_back({"block", with([](RadixParams& c) { c.block_threads = 500; })});
+  rows.push_back({"block", with([](RadixParams& c) { c.block_threads = 2048; })});
+  rows.push_back({"radix", with([](RadixParams& c) { c.radix_bits = 9; })});
+  rows.push_back({"first-pass", with([](RadixParams& c) {
                     c.dtype = DType::kBF16;
                     c.half_first = true;
                   })});
-  rows.push_back({"cluster", with([](Config& c) { c.cluster = 3; })});
-  rows.push_back({"cluster", with([](Config& c) { c.cluster = 32; })});
-  rows.push_back({"buffer", with([](Config& c) { c.smem_buffer = 100; })});
-  rows.push_back({"rounds", with([](Config& c) { c.rounds = 0; })});
-  rows.push_back({"rounds", with([](Config& c) { c.rounds = 3; })});  // 3 passes: at most 2
-  rows.push_back({"items", with([](Config& c) { c.items = 4; })});
-  rows.push_back({"radix", with([](Config& c) {
-                    c = Warp();
-                    c.radix_bits = 8;
-                  })});
-  rows.push_back({"warp-knobs", with([](Config& c) {
-                    c = Warp();
-                    c.smem_buffer = 1024;
-                  })});
-  rows.push_back({"items", with([](Config& c) {
-                    c = Warp();
-                    c.items = 0;
-                  })});
-  // The warp-mode bound: rounds 0 or 1, and 1 only for 32-bit keys and at
-  // most 16 items per lane.
-  rows.push_back({"rounds", with([](Config& c) {
-                    c = Warp();
-                    c.rounds = 2;
-                  })});
-  rows.push_back({"rounds", with([](Config& c) {
-                    c = Warp();  // bf16
-                    c.rounds = 1;
-                  })});
-  rows.push_back({"rounds", with([](Config& c) {
-                    c = Warp();
+  rows.push_back({"first-pass", raw("half_first", 2)});
+  rows.push_back({"row-cache", raw("row_cache", -1)});
+  rows.push_back({"cluster", with([](RadixParams& c) { c.cluster = 3; })});
+  rows.push_back({"cluster", with([](RadixParams& c) { c.cluster = 32; })});
+  rows.push_back({"cluster", with([](RadixParams& c) { c.cluster = 0; })});  // one warp per row is a family now
+  rows.push_back({"buffer", with([](RadixParams& c) { c.smem_buffer = 100; })});
+  rows.push_back({"rounds", with([](RadixParams& c) { c.rounds = 0; })});
+  rows.push_back({"rounds", with([](RadixParams& c) { c.rounds = 3; })});  // 3 passes: at most 2
+  rows.push_back({"block", warp([](WarpParams& c) { c.block_threads = 48; })});
+  rows.push_back({"items", warp([](WarpParams& c) { c.items = 0; })});
+  rows.push_back({"items", warp([](WarpParams& c) { c.items = 64; })});
+  // The lane-maximum bound: 0 or 1, and 1 only for 32-bit keys and at most
+  // 16 items per lane.
+  rows.push_back({"lane-bound", warp([](WarpParams& c) { c.lane_bound = 2; })});
+  rows.push_back({"lane-bound", warp([](WarpParams& c) { c.lane_bound = 1; })});  // bf16
+  rows.push_back({"lane-bound", warp([](WarpParams& c) {
                     c.dtype = DType::kF32;
                     c.items = 32;
-                    c.rounds = 1;
+                    c.lane_bound = 1;
                   })});
   for (const Row& r : rows) {
     Status s = Validate(r.c, Arch::Sm90());
@@ -169,7 +228,7 @@ TEST(ConstraintTest, RejectsEachBrokenConstraintByName) {
 }
 
 TEST(ConstraintTest, RejectsOversizedSharedMemory) {
-  Config c = Block();
+  RadixParams c = Block();
   c.smem_buffer = 16384;  // 128 KB of candidates + 24 KB histograms fits sm_90...
   EXPECT_TRUE(Validate(c, Arch::Sm90()).ok());
   c.cluster = 1;
@@ -182,7 +241,7 @@ TEST(ConstraintTest, RejectsOversizedSharedMemory) {
 }
 
 TEST(ConstraintTest, ClustersOnlyFromSm90) {
-  Config c = Block();
+  RadixParams c = Block();
   EXPECT_TRUE(Validate(c, Arch::Sm90()).ok());
   Status s = Validate(c, Arch::Sm80());
   ASSERT_FALSE(s.ok());
@@ -194,6 +253,8 @@ TEST(ConstraintTest, ClustersOnlyFromSm90) {
 TEST(ConstraintTest, WarpModeMustHoldTheRow) {
   const Config c = Warp();
   EXPECT_TRUE(ValidateFor(c, Arch::Sm90(), Prob(DType::kBF16, 16, 256, 8)).ok());
+  EXPECT_NE(ValidateFor(c, Arch::Sm90(), Prob(DType::kF32, 16, 256, 8)).where().find("constraint dtype"),
+            std::string::npos);
   Status s = ValidateFor(c, Arch::Sm90(), Prob(DType::kBF16, 16, 257, 8));
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.where().find("constraint items"), std::string::npos);
@@ -223,31 +284,38 @@ TEST(SpaceTest, ShortRowsGetWarpModeLongSingleRowsGetClusters) {
     return false;
   };
   const auto moe = Enumerate(Prob(DType::kF32, 4096, 256, 8), Arch::Sm90());
-  EXPECT_TRUE(has(moe, [](const Config& c) { return c.warp_mode() && c.items == 8; }));
+  EXPECT_TRUE(has(moe, [](const Config& c) { return c.family == "warp" && c.Get("items") == 8; }));
   const auto dsa = Enumerate(Prob(DType::kF32, 1, 524288, 2048), Arch::Sm90());
-  EXPECT_TRUE(has(dsa, [](const Config& c) { return c.cluster == 16; }));
-  EXPECT_FALSE(has(dsa, [](const Config& c) { return c.warp_mode(); }));
+  EXPECT_TRUE(has(dsa, [](const Config& c) { return c.family == "radix" && R(c).cluster == 16; }));
+  EXPECT_FALSE(has(dsa, [](const Config& c) { return c.family == "warp"; }));
   // The 8192-candidate buffer: one CTA per row and k >= 1024 only.
   const auto big = Enumerate(Prob(DType::kF32, 128, 131072, 2048), Arch::Sm90());
-  EXPECT_TRUE(has(big, [](const Config& c) { return c.smem_buffer == 8192 && c.cluster == 1; }));
-  EXPECT_FALSE(has(big, [](const Config& c) { return c.smem_buffer == 8192 && c.cluster != 1; }));
+  EXPECT_TRUE(has(big, [](const Config& c) { return R(c).smem_buffer == 8192 && R(c).cluster == 1; }));
+  EXPECT_FALSE(has(big, [](const Config& c) { return R(c).smem_buffer == 8192 && R(c).cluster != 1; }));
   EXPECT_FALSE(has(Enumerate(Prob(DType::kF32, 64, 32768, 512), Arch::Sm90()),
-                   [](const Config& c) { return c.smem_buffer == 8192; }));
+                   [](const Config& c) { return R(c).smem_buffer == 8192; }));
   // No clusters on sm_80.
   const auto a100 = Enumerate(Prob(DType::kF32, 1, 524288, 2048), Arch::Sm80());
-  EXPECT_FALSE(has(a100, [](const Config& c) { return c.cluster > 1; }));
+  EXPECT_FALSE(has(a100, [](const Config& c) { return c.family == "radix" && R(c).cluster > 1; }));
+  // A family filter.
+  SpaceOptions only_radix;
+  only_radix.families = {"radix"};
+  EXPECT_FALSE(has(Enumerate(Prob(DType::kF32, 4096, 256, 8), Arch::Sm90(), only_radix),
+                   [](const Config& c) { return c.family != "radix"; }));
 }
 
 TEST(SpaceTest, WarpBoundIsItsOwnKernelForFp32Only) {
-  Config w = Warp();
-  w.dtype = DType::kF32;
+  WarpParams wp = Warp();
+  wp.dtype = DType::kF32;
+  const Config w = wp;
   EXPECT_TRUE(Validate(w, Arch::Sm90()).ok());
-  Config b = w;
-  b.rounds = 1;
+  wp.lane_bound = 1;
+  const Config b = wp;
   ASSERT_TRUE(Validate(b, Arch::Sm90()).ok()) << Validate(b, Arch::Sm90()).ToString();
-  EXPECT_TRUE(b.warp_bound());
-  EXPECT_FALSE(w.warp_bound());
-  EXPECT_EQ(b.Id(), "radix_f32_b256_r1_s0_c0_t1_m0_i8");
+  EXPECT_EQ(b.Id(), "warp_f32_b256_i8_l1");
+  // Kernel keys (and so source hashes) are those of earlier releases: their
+  // stored binaries stay valid.
+  EXPECT_EQ(w.KernelKey(), "kernel_f32_b256_r1_c0_i8");
   EXPECT_EQ(b.KernelKey(), w.KernelKey() + "_t1");
   EXPECT_NE(GenerateSource(b).hash, GenerateSource(w).hash);
   EXPECT_EQ(GenerateSource(b).name_expression, "topk::topk_kernel<topk::Policy<0, 256, 1, 0, 0, 8, 1>>");
@@ -258,7 +326,7 @@ TEST(SpaceTest, WarpBoundIsItsOwnKernelForFp32Only) {
   // The tuner sees both warp bodies for fp32 rows, only the first for 16-bit keys.
   auto count = [](const std::vector<Config>& v, int rounds) {
     int n = 0;
-    for (const Config& c : v) n += c.warp_mode() && c.rounds == rounds;
+    for (const Config& c : v) n += c.family == "warp" && c.Get("lane_bound") == rounds;
     return n;
   };
   const auto f32 = Enumerate(Prob(DType::kF32, 4096, 256, 8), Arch::Sm90());
@@ -280,7 +348,7 @@ TEST(SpaceTest, KernelEnumerationCoversEveryCodeShapeOnce) {
       EXPECT_TRUE(keys.insert(c.KernelKey()).second);
       EXPECT_TRUE(Validate(c, Arch::Sm90()).ok()) << c.Id();
     }
-    for (const Config& c : k80) EXPECT_LE(c.cluster, 1) << c.Id();
+    for (const Config& c : k80) EXPECT_LE(c.Get("cluster", 1), 1) << c.Id();
     EXPECT_LT(k80.size(), k90.size());
     // Every variant a problem can enumerate has its kernel in the list.
     for (const Config& c : Enumerate(Prob(dt, 8, 65536, 1024), Arch::Sm90()))
@@ -300,12 +368,24 @@ TEST(SpaceTest, DefaultsAreValid) {
 }
 
 TEST(SpaceTest, DefaultTakesTheWarpBoundForManyFp32RowsAndSmallK) {
-  EXPECT_TRUE(DefaultConfig(Prob(DType::kF32, 4096, 256, 8), Arch::Sm90()).warp_bound());
-  EXPECT_TRUE(DefaultConfig(Prob(DType::kF32, 16384, 200, 2), Arch::Sm80()).warp_bound());
-  EXPECT_FALSE(DefaultConfig(Prob(DType::kF32, 1024, 256, 8), Arch::Sm90()).warp_bound());
-  EXPECT_FALSE(DefaultConfig(Prob(DType::kF32, 4096, 256, 16), Arch::Sm90()).warp_bound());
-  EXPECT_FALSE(DefaultConfig(Prob(DType::kBF16, 16384, 256, 8), Arch::Sm90()).warp_bound());
-  EXPECT_FALSE(DefaultConfig(Prob(DType::kF32, 4096, 1024, 8), Arch::Sm90()).warp_mode());
+  auto bound = [](const Config& c) { return c.family == "warp" && c.Get("lane_bound") == 1; };
+  EXPECT_TRUE(bound(DefaultConfig(Prob(DType::kF32, 4096, 256, 8), Arch::Sm90())));
+  EXPECT_TRUE(bound(DefaultConfig(Prob(DType::kF32, 16384, 200, 2), Arch::Sm80())));
+  EXPECT_FALSE(bound(DefaultConfig(Prob(DType::kF32, 1024, 256, 8), Arch::Sm90())));
+  EXPECT_FALSE(bound(DefaultConfig(Prob(DType::kF32, 4096, 256, 16), Arch::Sm90())));
+  EXPECT_FALSE(bound(DefaultConfig(Prob(DType::kBF16, 16384, 256, 8), Arch::Sm90())));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 4096, 1024, 8), Arch::Sm90()).family, "radix");
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 4096, 512, 8), Arch::Sm90()).family, "warp");
+}
+
+// The default's cluster rule reads the architecture's SM count: a GPU with
+// fewer SMs splits fewer rows over clusters.
+TEST(SpaceTest, DefaultClustersFollowTheSmCount) {
+  Arch big = Arch::Sm90(), small = Arch::Sm90();
+  small.sm_count = 16;
+  const Problem p = Prob(DType::kF32, 8, 131072, 2048);
+  EXPECT_EQ(R(DefaultConfig(p, big)).cluster, 16);  // 8 rows x 8 CTAs x 2 <= 132: doubled once more
+  EXPECT_EQ(R(DefaultConfig(p, small)).cluster, 2);  // 8 rows x 2 CTAs x 2 > 16
 }
 
 TEST(ArchTest, FromName) {
@@ -317,7 +397,7 @@ TEST(ArchTest, FromName) {
 
 TEST(SourceTest, OneIncludeOneInstantiationAndStaticAsserts) {
   const KernelSource s = GenerateSource(Block());
-  EXPECT_EQ(s.key, Block().KernelKey());
+  EXPECT_EQ(s.key, Config(Block()).KernelKey());
   EXPECT_NE(s.text.find("#include \"topk/kernels.cuh\""), std::string::npos);
   EXPECT_NE(s.text.find("template __global__ void " + s.name_expression), std::string::npos);
   EXPECT_NE(s.text.find("static_assert(P::kHistSmem == " + std::to_string(Block().hist_smem_bytes())),
@@ -327,11 +407,11 @@ TEST(SourceTest, OneIncludeOneInstantiationAndStaticAsserts) {
 }
 
 TEST(SourceTest, LaunchKnobsShareOneBinary) {
-  Config a = Block(), b = Block();
+  RadixParams a = Block(), b = Block();
   b.smem_buffer = 1024;
   b.rounds = 2;
   b.row_cache = false;
-  EXPECT_NE(a.Id(), b.Id());
+  EXPECT_NE(Config(a).Id(), Config(b).Id());
   EXPECT_EQ(GenerateSource(a).hash, GenerateSource(b).hash);
   b.cluster = 16;  // cluster size is a launch attribute too
   EXPECT_EQ(GenerateSource(a).hash, GenerateSource(b).hash);
@@ -360,14 +440,16 @@ TEST(SourceTest, FaultSourcesAreTestOnlyAndNamed) {
   EXPECT_FALSE(FaultSource("explode").ok());
 }
 
-TEST(LaunchTest, ComputeLaunchFillsKnobsAndFitsSharedMemory) {
+TEST(LaunchTest, PlanFillsKnobsAndFitsSharedMemory) {
   const Arch arch = Arch::Sm90();
   const Problem p = Prob(DType::kF32, 64, 32768, 2048);
-  Config c = Block();
+  RadixParams c = Block();
   c.cluster = 2;
-  TopkArgs a = {};
-  const jit::LaunchShape s = jit::ComputeLaunch(c, p, p.batch, arch, &a);
-  EXPECT_EQ(s.grid, 128u);
+  const LaunchPlan plan = PlanLaunch(c, p, arch);
+  ASSERT_EQ(plan.stages.size(), 1u);
+  const Stage& s = plan.stages[0];
+  const TopkArgs& a = s.args;
+  EXPECT_EQ(s.Grid(p.batch), 128u);
   EXPECT_EQ(s.cluster, 2u);
   EXPECT_EQ(s.block, 512u);
   EXPECT_EQ(a.buffer, 4096);
@@ -375,16 +457,21 @@ TEST(LaunchTest, ComputeLaunchFillsKnobsAndFitsSharedMemory) {
   EXPECT_GE(a.cache_cap, 16384 + 4);  // half a row plus alignment slack
   EXPECT_EQ(a.cache_cap % 4, 0);
   EXPECT_EQ(s.smem_bytes, c.fixed_smem_bytes() + a.cache_cap * 4);
+  EXPECT_EQ(a.smem_bytes, s.smem_bytes);
   EXPECT_LE(s.smem_bytes + arch.static_smem_reserve, arch.max_smem_optin);
   // A row too long for shared memory caches as much as fits.
-  const jit::LaunchShape big = jit::ComputeLaunch(c, Prob(DType::kF32, 1, 1 << 22, 2048), 1, arch, &a);
+  const Stage big = PlanLaunch(c, Prob(DType::kF32, 1, 1 << 22, 2048), arch).stages.at(0);
   EXPECT_LE(big.smem_bytes + arch.static_smem_reserve, arch.max_smem_optin);
-  EXPECT_EQ(a.cache_cap, (arch.max_smem_optin - arch.static_smem_reserve - c.fixed_smem_bytes()) / 4 / 4 * 4);
-  EXPECT_GT(a.cache_cap, 16384);
-  // Warp mode: rows per CTA = warps per CTA.
-  const jit::LaunchShape w = jit::ComputeLaunch(Warp(), Prob(DType::kBF16, 1000, 256, 8), 1000, arch, &a);
-  EXPECT_EQ(w.grid, 125u);
+  EXPECT_EQ(big.args.cache_cap, (arch.max_smem_optin - arch.static_smem_reserve - c.fixed_smem_bytes()) / 4 / 4 * 4);
+  EXPECT_GT(big.args.cache_cap, 16384);
+  // max_cache_keys caps the cache.
+  EXPECT_EQ(PlanLaunch(c, p, arch, 1000).stages.at(0).args.cache_cap, 1000);
+  // Warp family: rows per CTA = warps per CTA.
+  const Stage w = PlanLaunch(Warp(), Prob(DType::kBF16, 1000, 256, 8), arch).stages.at(0);
+  EXPECT_EQ(w.Grid(1000), 125u);
+  EXPECT_EQ(w.Grid(7), 1u);
   EXPECT_EQ(w.smem_bytes, 0);
+  EXPECT_TRUE(PlanLaunch(Config(), Prob(DType::kBF16, 1, 256, 8), arch).stages.empty());
 }
 
 TEST(ProblemTest, ValidateNamesTheField) {

@@ -16,10 +16,13 @@
 #include <thread>
 
 #include "generator/config.hpp"
+#include "generator/radix.hpp"
 #include "generator/source.hpp"
 #include "jit/driver.hpp"
 #include "jit/kernel_store.hpp"
+#include "jit/variant.hpp"
 #include "support/test_support.hpp"
+#include "support/toy_family.hpp"
 #include "tuner/runner.hpp"
 
 namespace topk {
@@ -174,18 +177,10 @@ class GpuKernelsTest : public ::testing::Test {
 
   void RunVariant(const Config& c, const Knobs* knobs, const std::vector<CaseSpec>& cases,
                   std::map<std::string, DeviceCase>* case_cache, Tally* t) {
-    auto fn = kernels_->Function(gen::GenerateSource(c));
-    if (!fn.ok()) {
-      ++t->errors;
-      t->failures.push_back(c.Id() + ": " + fn.status().ToString());
-      return;
-    }
-    auto sort_fn = kernels_->Function(gen::SortSource(c.dtype));
-    ASSERT_TRUE(sort_fn.ok()) << sort_fn.status().ToString();
     ++t->variants;
     for (const CaseSpec& s : cases) {
       const Problem p = ToProblem(c.dtype, s);
-      if (c.warp_mode() && p.n > 32LL * c.items) continue;
+      if (gen::ValidateFor(c, info_.ToArch(), p).where() == "constraint items") continue;  // row too long
       const std::string key = p.ToString() + "/" + tuner::DistName(s.dist);
       auto it = case_cache->find(key);
       if (it == case_cache->end()) {
@@ -193,8 +188,8 @@ class GpuKernelsTest : public ::testing::Test {
         ASSERT_TRUE(dc.ok()) << dc.status().ToString();
         it = case_cache->emplace(key, std::move(*dc)).first;
       }
-      auto v = jit::PreparedVariant::Make(c, p, info_.ToArch(), *fn, *sort_fn,
-                                          knobs && knobs->cache > 0 ? knobs->cache : -1);
+      auto v = jit::LoadVariant(*kernels_, c, p, info_.ToArch(), nullptr,
+                                knobs && knobs->cache > 0 ? knobs->cache : -1);
       if (!v.ok()) {
         if (v.status().code() == Code::kResourceExhausted) {
           ++t->resource_limited;
@@ -222,18 +217,19 @@ class GpuKernelsTest : public ::testing::Test {
   // the clustered kernel every cluster size (one binary serves them all).
   std::vector<Config> Variants(const Config& kernel, std::vector<const Knobs*>* knobs_out) {
     std::vector<Config> out;
-    if (kernel.warp_mode()) {
+    if (kernel.family != "radix") {
       out.push_back(kernel);
       knobs_out->push_back(nullptr);
       return out;
     }
-    std::vector<int> sizes = {kernel.cluster};
-    if (kernel.cluster > 1) sizes = subset_ ? std::vector<int>{2, 8} : std::vector<int>{2, 4, 8, 16};
+    const gen::RadixParams rk = gen::RadixParams::Of(kernel);
+    std::vector<int> sizes = {rk.cluster};
+    if (rk.cluster > 1) sizes = subset_ ? std::vector<int>{2, 8} : std::vector<int>{2, 4, 8, 16};
     for (int cl : sizes)
       for (const Knobs& kn : kKnobs) {
         if (subset_ && &kn != &kKnobs[0] && &kn != &kKnobs[2]) continue;
         if (kn.buffer == 8192 && cl != 1) continue;
-        Config c = kernel;
+        gen::RadixParams c = rk;
         c.cluster = cl;
         c.smem_buffer = kn.buffer;
         c.rounds = kn.rank ? 1 : c.passes() - 1;
@@ -250,10 +246,12 @@ class GpuKernelsTest : public ::testing::Test {
     if (subset_) {
       std::vector<Config> keep;
       for (const Config& c : kernels) {
-        const bool pick = (c.warp_mode() && c.block_threads == 256 && c.items == 8) ||
-                          (!c.warp_mode() && c.block_threads == 512 && c.radix_bits == 11 && !c.half_first) ||
-                          (!c.warp_mode() && c.block_threads == 256 && c.radix_bits == 8 && c.half_first &&
-                           c.cluster == 1);
+        const bool warp = c.family == "warp", radix = c.family == "radix";
+        const gen::RadixParams r = gen::RadixParams::Of(c);
+        const bool pick = (warp && c.Get("block_threads") == 256 && c.Get("items") == 8) ||
+                          (radix && r.block_threads == 512 && r.radix_bits == 11 && !r.half_first) ||
+                          (radix && r.block_threads == 256 && r.radix_bits == 8 && r.half_first && r.cluster == 1) ||
+                          (!warp && !radix);
         if (pick) keep.push_back(c);
       }
       kernels = keep;
@@ -261,11 +259,12 @@ class GpuKernelsTest : public ::testing::Test {
     if (warp_only_) {
       std::vector<Config> keep;
       for (const Config& c : kernels)
-        if (c.warp_mode()) keep.push_back(c);
+        if (c.family == "warp") keep.push_back(c);
       kernels = keep;
     }
     std::vector<gen::KernelSource> srcs;
-    for (const Config& c : kernels) srcs.push_back(gen::GenerateSource(c));
+    for (const Config& c : kernels)
+      for (gen::KernelSource& src : gen::GenerateSources(c)) srcs.push_back(std::move(src));
     srcs.push_back(gen::SortSource(dt));
     CompileAll(srcs);
     Tally t;
@@ -276,7 +275,7 @@ class GpuKernelsTest : public ::testing::Test {
       std::vector<const Knobs*> knobs;
       std::vector<Config> vs = Variants(k, &knobs);
       for (size_t i = 0; i < vs.size(); ++i) {
-        RunVariant(vs[i], knobs[i], k.warp_mode() ? WarpCases(k.items) : BlockCases(subset_), &cases, &t);
+        RunVariant(vs[i], knobs[i], k.family == "warp" ? WarpCases(k.Get("items")) : BlockCases(subset_), &cases, &t);
         if (HasFatalFailure()) return;
       }
     }
@@ -306,7 +305,7 @@ TEST_F(GpuKernelsTest, EveryBF16VariantIsExact) { RunDtype(DType::kBF16); }
 // The same variant on the same input twice must give the same multiset; run
 // many seeds of one shape to catch races that only show sometimes.
 TEST_F(GpuKernelsTest, RepeatedRunsOnFreshInputsStayExact) {
-  Config c;
+  gen::RadixParams c;
   c.dtype = DType::kF32;
   c.block_threads = 512;
   c.radix_bits = 11;
@@ -314,8 +313,6 @@ TEST_F(GpuKernelsTest, RepeatedRunsOnFreshInputsStayExact) {
   c.smem_buffer = 1024;
   c.rounds = 1;
   c.row_cache = true;
-  auto fn = kernels_->Function(gen::GenerateSource(c));
-  ASSERT_TRUE(fn.ok()) << fn.status().ToString();
   int wrong = 0;
   for (int seed = 0; seed < (subset_ ? 3 : 40); ++seed) {
     Problem p;
@@ -325,7 +322,7 @@ TEST_F(GpuKernelsTest, RepeatedRunsOnFreshInputsStayExact) {
     p.ranges = seed % 2 == 1;
     auto dc = DeviceCase::Make(p, seed % 3 == 0 ? Dist::kTiesAtK : Dist::kNormal, 99 + seed);
     ASSERT_TRUE(dc.ok());
-    auto v = jit::PreparedVariant::Make(c, p, info_.ToArch(), *fn, nullptr);
+    auto v = jit::LoadVariant(*kernels_, c, p, info_.ToArch());
     ASSERT_TRUE(v.ok()) << v.status().ToString();
     for (int rep = 0; rep < 3; ++rep) {
       Status st = tuner::RunAndCheck(*v, &*dc, nullptr);
@@ -336,6 +333,41 @@ TEST_F(GpuKernelsTest, RepeatedRunsOnFreshInputsStayExact) {
     }
   }
   EXPECT_EQ(wrong, 0);
+}
+
+// A family that lives only in the tests (support/toy_family.cpp) runs
+// through the same loader and checker as the built-in ones, and is exact on
+// the adversarial inputs in every dtype, with ranges, values, smallest and
+// padding (k beyond the row).
+TEST_F(GpuKernelsTest, TestOnlyFamilyRunsThroughTheGenericLoaderAndIsExact) {
+  testing::ScopedToyFamily toy;
+  ASSERT_TRUE(toy.status().ok()) << toy.status().ToString();
+  int checked = 0;
+  for (DType dt : {DType::kF32, DType::kF16, DType::kBF16})
+    for (int block : {64, 128})
+      for (tuner::Dist dist : {tuner::Dist::kNormal, tuner::Dist::kTiesAtK, tuner::Dist::kSpecial,
+                               tuner::Dist::kAllEqual})
+        for (int variant = 0; variant < 3; ++variant) {
+          Problem p;
+          p.dtype = dt;
+          p.batch = 5;
+          p.n = variant == 2 ? 40 : 777;
+          p.k = variant == 2 ? 64 : 33;  // 64 > 40: padded with -1
+          p.ranges = variant == 1;
+          p.values = variant != 0;
+          p.largest = variant != 1;
+          const gen::Config c = testing::ToyConfig(dt, block);
+          auto v = jit::LoadVariant(*kernels_, c, p, info_.ToArch());
+          ASSERT_TRUE(v.ok()) << c.Id() << ": " << v.status().ToString();
+          auto dc = DeviceCase::Make(p, dist, 7 + checked);
+          ASSERT_TRUE(dc.ok()) << dc.status().ToString();
+          Status st = tuner::RunAndCheck(*v, &*dc, nullptr);
+          EXPECT_TRUE(st.ok()) << c.Id() << " " << p.ToString() << " " << tuner::DistName(dist) << ": "
+                               << st.ToString();
+          ++checked;
+        }
+  std::printf("test-only family: %d checked launches\n", checked);
+  EXPECT_EQ(checked, 3 * 2 * 4 * 3);
 }
 
 }  // namespace

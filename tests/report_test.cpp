@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "generator/config.hpp"
+#include "generator/radix.hpp"
 #include "support/test_support.hpp"
 
 namespace topk::report {
@@ -66,10 +67,12 @@ double Noise(const std::string& s) {
 
 // A made-up but plausible cost model: bandwidth-bound with enough CTAs,
 // penalties for knobs away from their sweet spot.
-double ModelUs(const gen::Config& c, const Problem& p) {
+double ModelUs(const gen::Config& cfg, const Problem& p) {
+  const gen::RadixParams c = gen::RadixParams::Of(cfg);  // zeros for the warp family's missing knobs
   const double bytes = static_cast<double>(p.batch * p.n * DTypeSize(p.dtype));
-  const double ctas = c.cluster == 0 ? static_cast<double>(p.batch) / (c.block_threads / 32.0)
-                                     : static_cast<double>(p.batch) * c.cluster;
+  const bool warp = cfg.family == "warp";
+  const double ctas = warp ? static_cast<double>(p.batch) / (c.block_threads / 32.0)
+                           : static_cast<double>(p.batch) * c.cluster;
   const double busy = std::clamp(ctas / 132.0, 0.02, 1.0);
   double t = 4.0 + bytes / (2.5e6 * busy);
   t *= 1 + 0.12 * std::abs(std::log2(c.block_threads / 512.0));
@@ -77,8 +80,8 @@ double ModelUs(const gen::Config& c, const Problem& p) {
   t *= c.half_first ? 0.94 : 1.0;
   t *= 1 + 0.06 * std::abs(c.rounds - 2);
   t *= c.row_cache ? 0.9 : 1.0;
-  t *= c.smem_buffer == 0 ? 1.25 : 1.0;
-  return t * (1 + 0.04 * Noise(c.Id() + cache::ProblemKey(p)));
+  t *= c.smem_buffer == 0 && !warp ? 1.25 : 1.0;
+  return t * (1 + 0.04 * Noise(cfg.Id() + cache::ProblemKey(p)));
 }
 
 // Every variant of every shape "measured" with the model, a few failures of
@@ -176,9 +179,12 @@ TEST(ReportTest, HtmlIsSelfContainedAndHoldsEveryChart) {
   EXPECT_TRUE(Contains(h, "<meta charset=\"utf-8\">"));
   // The charts.
   EXPECT_TRUE(Contains(h, "id=\"d0-speedup\""));
-  for (const char* k : {"cluster", "block_threads", "radix_bits", "smem_buffer"})
+  // Knob charts come from the families' parameters ("family" compares the
+  // families themselves).
+  for (const char* k : {"radix-cluster", "radix-block_threads", "radix-radix_bits", "radix-smem_buffer"})
     EXPECT_TRUE(Contains(h, std::string("id=\"d0-knob-") + k + "\"")) << k;
-  for (const char* k : {"block_threads", "radix_bits", "smem_buffer", "cluster", "rounds", "row_cache"})
+  for (const char* k : {"family", "radix-block_threads", "radix-radix_bits", "radix-smem_buffer", "radix-cluster",
+                        "radix-rounds", "radix-row_cache", "warp-block_threads"})
     EXPECT_TRUE(Contains(h, std::string("id=\"d0-effect-") + k + "\"")) << k;
   EXPECT_TRUE(Contains(h, "id=\"d0-outcomes\""));
   EXPECT_GE(Count(h, "<svg"), 12u);

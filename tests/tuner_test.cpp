@@ -11,32 +11,16 @@
 #include "cache/cache.hpp"
 #include "generator/config.hpp"
 #include "jit/compiler.hpp"
+#include "support/fake_compiler.hpp"
 #include "support/test_support.hpp"
 #include "tuner/search.hpp"
+#include "generator/radix.hpp"
 #include "tuner/tuner.hpp"
 
 namespace topk::tuner {
 namespace {
 
-class FakeCompiler final : public jit::Compiler {
- public:
-  StatusOr<jit::CompiledKernel> Compile(const gen::KernelSource& src, const jit::CompileOptions& o) override {
-    ++compiles;
-    if (fail_key == src.key) return Status(Code::kCompileError, "fake", "log: error in " + src.key);
-    jit::CompiledKernel k;
-    k.key = src.key;
-    k.source_hash = src.hash;
-    k.arch = o.arch;
-    k.options = o.Key();
-    k.compiler_version = Version();
-    k.lowered_name = "fake_" + src.key;
-    k.cubin = {'c', 'u', 'b', 'i', 'n', '\0', '1'};
-    return k;
-  }
-  std::string Version() const override { return "fake 1.0"; }
-  std::atomic<int> compiles{0};
-  std::string fail_key;
-};
+using testing::FakeCompiler;
 
 // Time of a config on a smooth landscape with one minimum; some knob values
 // fail in the ways a real GPU fails.
@@ -46,10 +30,15 @@ class FakeEvaluator final : public Evaluator {
     if (infra_error) return Status(Code::kUnavailable, "fake", "worker cannot start");
     ++calls[r.variant_id];
     EvalResult e;
-    const gen::Config& c = r.config;
+    const gen::RadixParams c = gen::RadixParams::Of(r.config);
     if (!std::filesystem::exists(r.cubin_path)) {
       e.outcome = cache::Outcome::kCrash;
       e.message = "no cubin file";
+      return e;
+    }
+    if (r.config.family != "radix") {  // other families: slow and correct
+      e.verified = true;
+      e.samples.median = e.samples.p10 = e.samples.p90 = e.samples.min = 40;
       return e;
     }
     if (c.cluster == 4 && c.block_threads == 1024) {  // "does not fit"
@@ -204,7 +193,7 @@ TEST_F(TunerTest, ResumeSkipsFinishedVariants) {
 TEST_F(TunerTest, RetimingSeesThroughALuckySample) {
   opt_.strategy = "exhaustive";
   gen::Config lucky = Best();
-  lucky.row_cache = !lucky.row_cache;  // a worse config, fast only once
+  lucky.Set("row_cache", 1 - lucky.Get("row_cache"));  // a worse config, fast only once
   eval_.lucky = lucky.Id();
   auto s = Tune(opt_);
   ASSERT_TRUE(s.ok());
@@ -269,7 +258,7 @@ TEST(SearchTest, LocalSearchProposesEachOnceAndMovesTowardsBetterNeighbours) {
   double best = 1e30;
   for (int i = s->Next(), n = 0; i >= 0; i = s->Next(), ++n) {
     EXPECT_TRUE(seen.insert(i).second) << "proposed twice: " << i;
-    const double cost = 1.0 + space[i].block_threads / 1024.0 + (space[i].cluster == 2 ? 0 : 1);
+    const double cost = 1.0 + space[i].Get("block_threads") / 1024.0 + (space[i].Get("cluster") == 2 ? 0 : 1);
     if (cost < best) {
       best = cost;
       first_improvement_at = n;
@@ -285,11 +274,19 @@ TEST(SearchTest, KnobDistanceCountsDifferingKnobs) {
   gen::Config a = gen::DefaultConfig(Shape(), gen::Arch::Sm90());
   gen::Config b = a;
   EXPECT_EQ(KnobDistance(a, b), 0);
-  b.block_threads = 1024;
+  b.Set("block_threads", 1024);
   EXPECT_EQ(KnobDistance(a, b), 1);
-  b.cluster = 8;
-  b.row_cache = !b.row_cache;
+  b.Set("cluster", 8);
+  b.Set("row_cache", 1 - b.Get("row_cache"));
   EXPECT_EQ(KnobDistance(a, b), 3);
+  // Configs of two families share no knob.
+  Problem moe;
+  moe.batch = 4096;
+  moe.n = 256;
+  moe.k = 8;
+  const gen::Config w = gen::DefaultConfig(moe, gen::Arch::Sm90());
+  ASSERT_EQ(w.family, "warp");
+  EXPECT_GT(KnobDistance(a, w), static_cast<int>(a.params.size()));
 }
 
 }  // namespace

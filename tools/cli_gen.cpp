@@ -1,4 +1,5 @@
 // `space` and `emit`: the generator's view of a problem. No GPU, no cache.
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -6,6 +7,7 @@
 #include <set>
 
 #include "generator/config.hpp"
+#include "generator/family.hpp"
 #include "generator/source.hpp"
 #include "jit/compiler.hpp"
 #include "tools/cli_common.hpp"
@@ -20,15 +22,27 @@ StatusOr<gen::Arch> ParseArch(const std::string& name) {
   return a;
 }
 
-std::vector<std::string> ConfigCells(const gen::Config& c) {
-  return {std::to_string(c.block_threads),
-          std::to_string(c.radix_bits),
-          c.half_first ? "yes" : "no",
-          std::to_string(c.smem_buffer),
-          c.cluster == 0 ? "warp" : std::to_string(c.cluster),
-          std::to_string(c.rounds),
-          c.row_cache ? "yes" : "no",
-          std::to_string(c.items)};
+// The space as one table per family: the id, then each parameter's value.
+void PrintSpaceTables(const std::vector<gen::Config>& space, size_t shown, const gen::Config& def) {
+  std::vector<std::string> order;
+  for (size_t i = 0; i < shown; ++i)
+    if (std::find(order.begin(), order.end(), space[i].family) == order.end()) order.push_back(space[i].family);
+  for (const std::string& name : order) {
+    const gen::Family* f = gen::FindFamily(name);
+    if (!f) continue;
+    std::cout << "family " << name << ": " << f->summary() << "\n";
+    std::vector<std::string> header = {"id"};
+    for (const gen::ParamSpec& ps : f->params()) header.push_back(ps.name);
+    Table t(header);
+    for (size_t i = 0; i < shown; ++i) {
+      if (space[i].family != name) continue;
+      std::vector<std::string> row = {space[i].Id() + (space[i] == def ? " *" : "")};
+      for (const auto& [param, value] : space[i].params) row.push_back(std::to_string(value));
+      t.Add(std::move(row));
+    }
+    t.Print(std::cout);
+    std::cout << "\n";
+  }
 }
 
 }  // namespace
@@ -39,6 +53,7 @@ Command AddSpace(CLI::App& root) {
     std::string arch = "sm_90";
     bool json = false;
     int limit = 0;
+    std::vector<std::string> families;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* app = root.add_subcommand("space", "List the variant space for one problem shape (no GPU needed)");
@@ -48,6 +63,7 @@ Command AddSpace(CLI::App& root) {
   app->add_option("--arch", o->arch, "Target architecture, sm_80 or newer")->capture_default_str();
   app->add_option("--limit", o->limit, "Print at most this many variants (0: all)");
   app->add_flag("--json", o->json, "One JSON object instead of the table");
+  app->add_option("--family", o->families, "Only these kernel families (repeatable; default: all)");
   app->footer("Example: topk-tune space --shape f32:64x32768:2048:ranges --arch sm_90");
 
   auto run = [o]() -> int {
@@ -56,7 +72,15 @@ Command AddSpace(CLI::App& root) {
     if (!p.ok()) return Fail(kExitUsage, p.status().message());
     auto arch = ParseArch(o->arch);
     if (!arch.ok()) return Fail(kExitUsage, arch.status().message());
-    const std::vector<gen::Config> space = gen::Enumerate(*p, *arch);
+    for (const std::string& f : o->families)
+      if (!gen::FindFamily(f)) {
+        std::string known;
+        for (const gen::Family* k : gen::Families()) known += (known.empty() ? "" : ", ") + k->name();
+        return Fail(kExitUsage, "unknown kernel family '" + f + "'", "the families are: " + known);
+      }
+    gen::SpaceOptions so;
+    so.families = o->families;
+    const std::vector<gen::Config> space = gen::Enumerate(*p, *arch, so);
     const gen::Config def = gen::DefaultConfig(*p, *arch);
     std::set<std::string> kernels;
     for (const auto& c : space) kernels.insert(c.KernelKey());
@@ -80,13 +104,7 @@ Command AddSpace(CLI::App& root) {
               << "variants " << space.size() << "\n"
               << "kernels  " << kernels.size() << " distinct binaries (the other knobs are launch arguments)\n"
               << "default  " << def.Id() << "\n\n";
-    Table t({"id", "block", "radix", "half", "buffer", "cluster", "rounds", "row_cache", "items"});
-    for (size_t i = 0; i < shown; ++i) {
-      std::vector<std::string> row = {space[i].Id() + (space[i] == def ? " *" : "")};
-      for (auto& cell : ConfigCells(space[i])) row.push_back(cell);
-      t.Add(std::move(row));
-    }
-    t.Print(std::cout);
+    PrintSpaceTables(space, shown, def);
     if (shown < space.size()) std::cout << "... " << space.size() - shown << " more (drop --limit to see all)\n";
     std::cout << "\n* the default configuration. Print one with: topk-tune emit --variant ID\n";
     return kExitOk;
@@ -106,7 +124,7 @@ Command AddEmit(CLI::App& root) {
   };
   auto o = std::make_shared<Opts>();
   CLI::App* app = root.add_subcommand("emit", "Print the CUDA source of one variant (no GPU needed)");
-  auto* v = app->add_option("--variant", o->variant, "Variant id, e.g. radix_f32_b512_r11_s4096_c1_t1_m1_i0");
+  auto* v = app->add_option("--variant", o->variant, "Variant id, e.g. radix_f32_b512_r11_h0_s4096_c1_t1_m1");
   auto* d = app->add_flag("--default", o->use_default, "The default variant for --shape instead of --variant");
   app->add_option("--shape", o->shape,
                   std::string("Problem for --default (also checks --variant fits it): ") + kShapeHelp);
@@ -120,10 +138,10 @@ Command AddEmit(CLI::App& root) {
   v->excludes(d);
   app->footer(
       "Examples:\n"
-      "  topk-tune emit --variant radix_f32_b512_r11_s4096_c1_t1_m1_i0\n"
+      "  topk-tune emit --variant radix_f32_b512_r11_h0_s4096_c1_t1_m1\n"
       "  topk-tune emit --default --shape f32:64x32768:2048:ranges --standalone -o kernel.cu\n"
       "  nvcc -arch=sm_90 -cubin kernel.cu\n"
-      "  topk-tune emit --variant radix_f32_b1024_r11_s4096_c16_t1_m1_i0 --resources");
+      "  topk-tune emit --variant radix_f32_b1024_r11_h0_s4096_c16_t1_m1 --resources");
 
   auto run = [o]() -> int {
     if (o->variant.empty() && !o->use_default)
@@ -145,7 +163,7 @@ Command AddEmit(CLI::App& root) {
       auto parsed = gen::Config::FromId(o->variant);
       if (!parsed.ok())
         return Fail(kExitUsage, parsed.status().message(),
-                    "variant ids look like radix_f32_b512_r11_s4096_c1_t1_m1_i0; topk-tune space lists them");
+                    "variant ids look like radix_f32_b512_r11_h0_s4096_c1_t1_m1; topk-tune space lists them");
       c = *parsed;
     }
     Status valid = p ? gen::ValidateFor(c, *arch, *p) : gen::Validate(c, *arch);
@@ -154,8 +172,11 @@ Command AddEmit(CLI::App& root) {
                   "variant " + c.Id() + " is not valid on " + arch->Name() + ": " +
                       (valid.where().empty() ? "" : valid.where() + ": ") + valid.message(),
                   "topk-tune space --shape SHAPE lists the valid variants of a shape");
-    const gen::KernelSource src = gen::GenerateSource(c);
-    const std::string text = o->standalone ? gen::Standalone(src) : src.text;
+    const std::vector<gen::KernelSource> srcs = gen::GenerateSources(c);
+    if (srcs.empty()) return Fail(kExitError, "family " + c.family + " gave no source for " + c.Id());
+    const gen::KernelSource& src = srcs.front();
+    std::string text;
+    for (const gen::KernelSource& one : srcs) text += o->standalone ? gen::Standalone(one) : one.text;
     if (o->resources) {
       jit::CompileOptions opts;
       opts.arch = arch->Name();

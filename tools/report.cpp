@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "generator/config.hpp"
+#include "generator/family.hpp"
 
 namespace topk::report {
 
@@ -172,40 +173,35 @@ struct KnobEffect {
 };
 
 struct Knob {
-  const char* name;
-  const char* label;
-  std::function<std::pair<std::string, double>(const gen::Config&)> get;  // (label, order)
+  std::string name;   // "family", or "<family>-<parameter>"
+  std::string label;
+  std::function<std::optional<std::pair<std::string, double>>(const gen::Config&)> get;  // (label, order)
 };
 
-const std::vector<Knob>& Knobs() {
-  static const std::vector<Knob> k = {
-      {"block_threads", "threads per CTA",
-       [](const gen::Config& c) { return std::make_pair(std::to_string(c.block_threads), double(c.block_threads)); }},
-      {"radix_bits", "bits per digit",
-       [](const gen::Config& c) { return std::make_pair(std::to_string(c.radix_bits), double(c.radix_bits)); }},
-      {"half_first", "coarse first pass",
-       [](const gen::Config& c) {
-         return std::make_pair(std::string(c.half_first ? "yes" : "no"), c.half_first ? 1.0 : 0.0);
-       }},
-      {"smem_buffer", "candidate buffer",
-       [](const gen::Config& c) { return std::make_pair(std::to_string(c.smem_buffer), double(c.smem_buffer)); }},
-      {"cluster", "CTAs per row",
-       [](const gen::Config& c) {
-         return std::make_pair(c.cluster == 0 ? std::string("warp") : std::to_string(c.cluster), double(c.cluster));
-       }},
-      {"rounds", "refinement rounds (warp: 1 = lane-max bound)",
-       [](const gen::Config& c) { return std::make_pair(std::to_string(c.rounds), double(c.rounds)); }},
-      {"row_cache", "row cached in smem",
-       [](const gen::Config& c) {
-         return std::make_pair(std::string(c.row_cache ? "yes" : "no"), c.row_cache ? 1.0 : 0.0);
-       }},
-      {"items", "items per lane (warp)",
-       [](const gen::Config& c) { return std::make_pair(std::to_string(c.items), double(c.items)); }},
-  };
-  return k;
+// The knobs the report analyses, from the registry: which family, then
+// every parameter of every family (a parameter only over its own family's
+// variants).
+std::vector<Knob> Knobs() {
+  std::vector<Knob> out;
+  const std::vector<const gen::Family*> families = gen::Families();
+  out.push_back({"family", "kernel family", [families](const gen::Config& c) {
+                   double order = 0;
+                   for (size_t i = 0; i < families.size(); ++i)
+                     if (families[i]->name() == c.family) order = static_cast<double>(i);
+                   return std::optional<std::pair<std::string, double>>(std::make_pair(c.family, order));
+                 }});
+  for (const gen::Family* f : families)
+    for (const gen::ParamSpec& ps : f->params()) {
+      const std::string family = f->name(), param = ps.name;
+      out.push_back({family + "-" + param, family + ": " + ps.meaning,
+                     [family, param](const gen::Config& c) -> std::optional<std::pair<std::string, double>> {
+                       if (c.family != family || !c.Has(param)) return std::nullopt;
+                       const int v = c.Get(param);
+                       return std::make_pair(std::to_string(v), double(v));
+                     }});
+    }
+  return out;
 }
-
-std::string RadixLabel(const gen::Config& c) { return std::to_string(c.radix_bits) + (c.half_first ? "h" : ""); }
 
 struct Settings {
   std::map<std::string, int> l2_modes;
@@ -251,7 +247,7 @@ std::vector<KnobEffect> AnalyseKnobs(const std::vector<const cache::Measurement*
   // Group ok measurements by what makes their times comparable.
   std::map<std::string, std::vector<const cache::Measurement*>> groups;
   for (const auto* m : ms)
-    if (m->outcome == cache::Outcome::kOk && m->median_us > 0 && m->variant_id.rfind("radix_", 0) == 0)
+    if (m->outcome == cache::Outcome::kOk && m->median_us > 0 && gen::FindFamily(m->config.family))
       groups[cache::ProblemKey(m->problem) + "|" + m->input_dist + "|" + m->l2_mode].push_back(m);
   std::vector<KnobEffect> out;
   for (const Knob& knob : Knobs()) {
@@ -264,7 +260,9 @@ std::vector<KnobEffect> AnalyseKnobs(const std::vector<const cache::Measurement*
       for (const auto* m : list) best = best == 0 ? m->median_us : std::min(best, m->median_us);
       std::map<std::string, std::vector<double>> rel;
       for (const auto* m : list) {
-        auto [v, o] = knob.get(m->config);
+        const auto got = knob.get(m->config);
+        if (!got) continue;
+        const auto& [v, o] = *got;
         rel[v].push_back(m->median_us / best);
         order[v] = o;
         ++variants[v];
@@ -756,28 +754,26 @@ std::string HtmlSection(const Section& s, size_t index) {
   h << "<h3>Winning knobs over (n, k)</h3>\n<p class=\"note\">Each dot is a tuned shape at its row length n and k "
        "(both log scale), colored by the winner's value of one knob. Shapes that share (n, k) with another batch, "
        "dtype or flags sit on a small ring around the point.</p>\n<div class=\"grid\">\n";
-  struct Panel {
-    const char* knob;
-    const char* title;
-    std::function<std::string(const gen::Config&)> value;
-    std::function<double(const gen::Config&)> order;
-  };
-  const std::vector<Panel> panels = {
-      {"cluster", "CTAs per row (cluster; warp = one warp per row)",
-       [](const gen::Config& c) { return c.cluster == 0 ? std::string("warp") : std::to_string(c.cluster); },
-       [](const gen::Config& c) { return double(c.cluster); }},
-      {"block_threads", "threads per CTA", [](const gen::Config& c) { return std::to_string(c.block_threads); },
-       [](const gen::Config& c) { return double(c.block_threads); }},
-      {"radix_bits", "bits per digit (h: coarse first pass)", [](const gen::Config& c) { return RadixLabel(c); },
-       [](const gen::Config& c) { return c.radix_bits + (c.half_first ? 0.5 : 0.0); }},
-      {"smem_buffer", "candidate buffer (elements)", [](const gen::Config& c) { return std::to_string(c.smem_buffer); },
-       [](const gen::Config& c) { return double(c.smem_buffer); }},
-  };
-  for (const auto& p : panels) {
+  // A panel per parameter of each family that won somewhere, and one of
+  // the families themselves where more than one won.
+  for (const Knob& k : Knobs()) {
+    std::set<std::string> seen;
+    for (const ShapeRow& r : s.shapes)
+      if (r.winner)
+        if (auto v = k.get(r.winner->config)) seen.insert(v->first);
+    if (seen.empty() || (k.name == "family" && seen.size() < 2)) continue;
+    auto value = [&k](const gen::Config& c) {
+      auto v = k.get(c);
+      return v ? v->first : "other family (" + c.family + ")";
+    };
+    auto order = [&k](const gen::Config& c) {
+      auto v = k.get(c);
+      return v ? v->second : 1e9;
+    };
     std::string legend;
-    const std::string chart = KnobScatter(id + "-knob-" + p.knob, s, p.knob, p.value, p.order, &legend);
-    h << "<div class=\"panel\"><h4>" << Esc(p.title) << "</h4><div class=\"legend\">" << legend << "</div>" << chart
-      << "</div>\n";
+    const std::string chart = KnobScatter(id + "-knob-" + k.name, s, k.name, value, order, &legend);
+    h << "<div class=\"panel\"><h4>" << Esc(k.label) << "</h4><div class=\"legend\">" << legend << "</div>"
+      << chart << "</div>\n";
   }
   h << "</div>\n";
 

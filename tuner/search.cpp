@@ -7,9 +7,12 @@
 namespace topk::tuner {
 
 int KnobDistance(const gen::Config& a, const gen::Config& b) {
-  return (a.dtype != b.dtype) + (a.block_threads != b.block_threads) +
-         (a.radix_bits != b.radix_bits || a.half_first != b.half_first) + (a.smem_buffer != b.smem_buffer) +
-         (a.cluster != b.cluster) + (a.rounds != b.rounds) + (a.row_cache != b.row_cache) + (a.items != b.items);
+  // Configs of two families share no knob: as far apart as they can be.
+  if (a.family != b.family) return static_cast<int>(1 + std::max(a.params.size(), b.params.size()));
+  int d = a.dtype != b.dtype;
+  for (const auto& [name, value] : a.params) d += !b.Has(name) || b.Get(name) != value;
+  for (const auto& [name, value] : b.params) d += !a.Has(name);
+  return d;
 }
 
 namespace {

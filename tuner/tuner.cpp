@@ -229,7 +229,9 @@ StatusOr<ShapeSummary> Tuner::TuneShape(const Problem& p, int index, int count,
   TOPK_RETURN_IF_ERROR(ValidateTunable(p));
   ShapeSummary sum;
   sum.problem = p;
-  std::vector<gen::Config> space = gen::Enumerate(p, arch_);
+  gen::SpaceOptions space_options;
+  space_options.families = opt_.families;
+  std::vector<gen::Config> space = gen::Enumerate(p, arch_, space_options);
   const gen::Config def = gen::DefaultConfig(p, arch_);
   auto found = std::find(space.begin(), space.end(), def);
   if (found == space.end()) {
@@ -374,7 +376,7 @@ StatusOr<ShapeSummary> Tuner::TuneShape(const Problem& p, int index, int count,
     TOPK_ASSIGN_OR_RETURN(auto ms, cache_->Measurements(device_.fingerprint, &p));
     for (auto& m : ms)
       if (m.outcome == cache::Outcome::kOk && m.verified && m.median_us > 0 && m.input_dist == opt_.dist &&
-          m.l2_mode == opt_.measure.l2_mode && m.variant_id.rfind("radix_", 0) == 0)
+          m.l2_mode == opt_.measure.l2_mode && gen::Config::FromId(m.variant_id).ok())
         ok.push_back(std::move(m));
   }
   std::sort(ok.begin(), ok.end(), [](const auto& a, const auto& b) { return a.median_us < b.median_us; });

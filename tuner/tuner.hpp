@@ -36,6 +36,9 @@ struct TuneOptions {
   std::vector<std::string> inject_faults;
   std::string tune_run;  // recorded with every measurement
   std::string workdir;   // where cubin files for the worker go
+  // Kernel families to search (gen::SpaceOptions::families); empty: all.
+  // The default configuration is timed as the baseline whatever its family.
+  std::vector<std::string> families;
 };
 
 struct ProgressEvent {

@@ -173,7 +173,7 @@ class Server {
       if (!s.ok()) return fail(cache::Outcome::kCompileError, s.status());
       sort = *s;
     }
-    auto v = jit::PreparedVariant::Make(r.config, r.problem, info_.ToArch(), *fn, sort);
+    auto v = jit::PreparedVariant::Make(r.config, r.problem, info_.ToArch(), {*fn}, sort);
     if (!v.ok()) {
       if (v.status().code() == Code::kResourceExhausted) return fail(cache::Outcome::kResourceLimit, v.status());
       if (v.status().code() == Code::kInvalidArgument || v.status().code() == Code::kUnimplemented)

@@ -1,0 +1,120 @@
+#include "generator/family.hpp"
+
+#include <algorithm>
+#include <mutex>
+#include <set>
+
+#include "generator/radix.hpp"
+#include "generator/warp.hpp"
+
+namespace topk::gen {
+namespace {
+
+struct Registry {
+  std::vector<std::shared_ptr<const Family>> families;
+  Registry() {
+    // The built-in families, in the order DefaultConfig consults them: a
+    // family's Default() declines the problems it should not serve.
+    families.push_back(MakeWarpFamily());
+    families.push_back(MakeRadixFamily());
+  }
+};
+
+Registry& TheRegistry() {
+  static Registry r;
+  return r;
+}
+
+Status Broken(const std::string& what) { return Status(Code::kInvalidArgument, "constraint family", what); }
+
+}  // namespace
+
+Config Family::Blank(DType dtype) const {
+  Config c;
+  c.family = name();
+  c.dtype = dtype;
+  for (const ParamSpec& p : params()) c.params.emplace_back(p.name, p.values.empty() ? 0 : p.values.front());
+  return c;
+}
+
+std::optional<Config> Family::Adapt(const Config& tuned, const Problem& tuned_p, const Problem& p,
+                                    const Arch& arch) const {
+  (void)tuned_p;
+  if (!ValidateFor(tuned, arch, p).ok()) return std::nullopt;
+  return tuned;
+}
+
+Status ValidateBlock(int block_threads, const Arch& arch) {
+  if (block_threads % 32 != 0 || block_threads < 32)
+    return Status(Code::kInvalidArgument, "constraint block",
+                  "block_threads " + std::to_string(block_threads) + " is not a positive multiple of 32");
+  if (block_threads > arch.max_threads_per_block || block_threads > 1024)
+    return Status(Code::kInvalidArgument, "constraint block",
+                  "block_threads " + std::to_string(block_threads) + " exceeds " +
+                      std::to_string(std::min(1024, arch.max_threads_per_block)));
+  return Status::Ok();
+}
+
+std::vector<const Family*> Families() {
+  std::vector<const Family*> out;
+  for (const auto& f : TheRegistry().families) out.push_back(f.get());
+  return out;
+}
+
+const Family* FindFamily(std::string_view name) {
+  for (const auto& f : TheRegistry().families)
+    if (f->name() == name) return f.get();
+  return nullptr;
+}
+
+Status RegisterFamily(std::shared_ptr<const Family> family) {
+  if (!family) return Status(Code::kInvalidArgument, "RegisterFamily", "null family");
+  const std::string& name = family->name();
+  if (name.empty() || name.find('_') != std::string::npos)
+    return Status(Code::kInvalidArgument, "RegisterFamily",
+                  "family name '" + name + "' must be non-empty and contain no '_' (it prefixes variant ids)");
+  if (FindFamily(name)) return Status(Code::kFailedPrecondition, "RegisterFamily", "family '" + name + "' exists");
+  std::set<std::string> names, tags;
+  for (const ParamSpec& p : family->params()) {
+    if (!names.insert(p.name).second || p.name == "family" || p.name == "dtype")
+      return Status(Code::kInvalidArgument, "RegisterFamily", "family '" + name + "': parameter name '" + p.name +
+                                                                  "' is repeated or reserved");
+    if (p.tag.empty() || !tags.insert(p.tag).second ||
+        p.tag.find_first_of("0123456789_-") != std::string::npos)
+      return Status(Code::kInvalidArgument, "RegisterFamily",
+                    "family '" + name + "': tag '" + p.tag + "' of '" + p.name + "' is empty, repeated or not letters");
+  }
+  TheRegistry().families.push_back(std::move(family));
+  return Status::Ok();
+}
+
+void UnregisterFamily(std::string_view name) {
+  auto& fs = TheRegistry().families;
+  fs.erase(std::remove_if(fs.begin(), fs.end(), [&](const auto& f) { return f->name() == name; }), fs.end());
+}
+
+StatusOr<const Family*> FamilyOf(const Config& c) {
+  const Family* f = FindFamily(c.family);
+  if (!f) return Broken("unknown kernel family '" + c.family + "'");
+  const std::vector<ParamSpec>& specs = f->params();
+  if (c.params.size() != specs.size())
+    return Broken("family " + f->name() + " has " + std::to_string(specs.size()) + " parameters, the config " +
+                  std::to_string(c.params.size()));
+  for (size_t i = 0; i < specs.size(); ++i)
+    if (c.params[i].first != specs[i].name)
+      return Broken("family " + f->name() + " expects parameter '" + specs[i].name + "' at position " +
+                    std::to_string(i) + ", the config has '" + c.params[i].first + "'");
+  return f;
+}
+
+std::vector<KernelSource> GenerateSources(const Config& c) {
+  auto f = FamilyOf(c);
+  return f.ok() ? (*f)->Sources(c) : std::vector<KernelSource>{};
+}
+
+LaunchPlan PlanLaunch(const Config& c, const Problem& p, const Arch& arch, int max_cache_keys) {
+  auto f = FamilyOf(c);
+  return f.ok() ? (*f)->Plan(c, p, arch, max_cache_keys) : LaunchPlan{};
+}
+
+}  // namespace topk::gen

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# One device call for a change of the family layer (generator, jit, dispatch)
+# that must not change what the kernels compute or how fast they run:
+#   1. the issue-6 shapes, each with its tuned winner and the default, timed
+#      by the probe built before the change ($B/bin/topk-probe-old) and by
+#      this build's, alternating, twice each, in this one run;
+#   2. the GPU tests (every variant exact, the test-only family, the tuner,
+#      the C API) and memcheck / racecheck on the F32 and BF16 subsets;
+#   3. the Python 1000-problem check against torch.topk;
+#   4. a cache written by the CLI built before the change ($B/bin/*-old),
+#      read by this build: show, verify (winners re-checked), and dispatch
+#      through the Python package.
+# Logs under $OUT; the summary is printed.
+#   scripts/device/family-check.sh [probe] [tests] [python] [legacy]   (default: all)
+set -uo pipefail
+source "$(dirname "$0")/env.sh"
+SUMMARY="$OUT/summary.txt"
+: >"$SUMMARY"
+export TOPK_WORKER="$PWD/$B/bin/topk-tune-worker" TOPK_LIBRARY="$PWD/$B/lib/libtopk.so" PYTHONUNBUFFERED=1
+export TOPK_BIN_DIR="$PWD/$B/bin"
+log() { echo "$*" | tee -a "$SUMMARY"; }
+run() {  # run NAME TIMEOUT CMD...: output to $OUT/NAME.log, its tail to the summary
+  local name=$1 limit=$2
+  shift 2
+  local t0=$SECONDS
+  timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
+  local rc=$?
+  log "== $name: rc=$rc ($((SECONDS - t0)) s)"
+  tail -n "${TAIL:-12}" "$OUT/$name.log" | cut -c1-200 >>"$SUMMARY"
+  return $rc
+}
+stages=("$@")
+[[ ${#stages[@]} -eq 0 ]] && stages=(probe tests python legacy)
+
+# shape|winner id (docs/PERFORMANCE.md's issue-6 table; ids of the earlier
+# release, which both probes parse)
+PAIRS=(
+  "f32:64x32768:2048:ranges|radix_f32_b1024_r11_s1024_c2_t1_m1_i0"
+  "f32:1x131072:2048:ranges|radix_f32_b512_r11_s4096_c16_t1_m1_i0"
+  "f32:1x524288:2048:ranges|radix_f32_b1024_r11_s4096_c16_t1_m1_i0"
+  "f32:128x131072:2048:ranges|radix_f32_b1024_r11_s8192_c1_t1_m0_i0"
+  "bf16:128x201088:64:values:rotate:dist=logits|radix_bf16_b1024_r11_s1024_c1_t1_m0_i0"
+  "f32:256x128256:1024:values:rotate:dist=logits|radix_f32_b1024_r11_s4096_c1_t1_m0_i0"
+  "f32:4096x256:8:rotate|radix_f32_b256_r1_s0_c0_t1_m0_i8"
+  "bf16:16384x256:8:rotate|radix_bf16_b128_r1_s0_c0_t0_m0_i8"
+)
+
+for stage in "${stages[@]}"; do
+  case $stage in
+    probe)
+      for round in 1 2; do
+        for pair in "${PAIRS[@]}"; do
+          shape=${pair%%|*} id=${pair##*|}
+          for probe in topk-probe-old topk-probe; do
+            [[ -x "$B/bin/$probe" ]] || { log "missing $B/bin/$probe"; continue; }
+            timeout 240 "$B/bin/$probe" --shape "$shape" --variant "$id" --variant default \
+              --cubins "/tmp/topk-tests/cubins-$probe" >>"$OUT/probe-$probe.log" 2>&1
+            echo "rc=$?" >>"$OUT/probe-$probe.log"
+          done
+        done
+        log "== probe round $round done"
+      done
+      for probe in topk-probe-old topk-probe; do
+        log "--- $probe (us per variant: round 1, round 2)"
+        grep -E "^\S|  \S+ +[0-9.]+ us" "$OUT/probe-$probe.log" | grep -vE "^device|^rc=0" | head -80 >>"$SUMMARY"
+      done ;;
+    tests)
+      for t in gpu_kernels_test gpu_tuner_test gpu_c_api_test; do TAIL=14 run "$t" 600 "$B/bin/$t"; done
+      TOPK_TEST_SUBSET=sanitizer TAIL=6 run memcheck 300 compute-sanitizer --tool memcheck --error-exitcode 9 \
+        "$B/bin/gpu_kernels_test" --gtest_filter='*F32*:*BF16*:*TestOnlyFamily*'
+      TOPK_TEST_SUBSET=sanitizer TAIL=6 run racecheck 300 compute-sanitizer --tool racecheck \
+        --racecheck-report hazard --error-exitcode 9 "$B/bin/gpu_kernels_test" --gtest_filter='*F32*:*BF16*' ;;
+    python)
+      TOPK_TUNE_DB= TAIL=20 run python 600 python3 python/tests/gpu_test_topk.py --count 1000
+      TOPK_TUNE_DB= TAIL=20 run python-api 300 python3 python/tests/gpu_test_api.py -v ;;
+    legacy)
+      L=/tmp/legacy.db
+      rm -f $L $L-wal $L-shm
+      if [[ -x "$B/bin/topk-tune-old" ]]; then
+        TOPK_WORKER="$PWD/$B/bin/topk-tune-worker-old" TAIL=6 run legacy-tune 300 "$B/bin/topk-tune-old" tune \
+          --db $L --budget 4 --shape f32:64x4096:128 --shape f32:4096x256:8 --shape bf16:8x65536:64:values
+        log "ids written by the earlier release: $(python3 -c "import sqlite3; print(' '.join(r[0] for r in sqlite3.connect('$L').execute('SELECT variant_id FROM winners')))")"
+        TAIL=12 run legacy-show 60 "$B/bin/topk-tune" show --db $L
+        TAIL=14 run legacy-verify 300 "$B/bin/topk-tune" verify --db $L
+        TAIL=8 run legacy-dispatch 120 python3 -c "
+import sys; sys.path.insert(0, 'python')
+import topk_tune
+lib = topk_tune.Library(cache_path='$L', write_back=False)
+for dt, b, n, k, values in (('f32', 64, 4096, 128, False), ('f32', 4096, 256, 8, False), ('bf16', 8, 65536, 64, True),
+                            ('f32', 48, 4096, 100, False)):
+    p = lib.plan(dt, batch=b, n=n, k=k, values=values)
+    print(dt, b, n, k, p.dispatch, p.variant)
+"
+      else
+        log "missing $B/bin/topk-tune-old: legacy stage skipped"
+      fi ;;
+    *) log "unknown stage $stage" ;;
+  esac
+done
+tail -c 11000 "$SUMMARY"
