@@ -77,7 +77,8 @@ class ApiTest(unittest.TestCase):
         for dt in (torch.float32, torch.float16, torch.bfloat16):
             x = torch.randn(8, 5000, device="cuda").to(dt)
             plan = self.lib.plan(dt, 8, 5000, 100, values=True, sorted=True, largest=False)
-            idx, val = plan(x)
+            val, idx = plan(x)
+            self.assertEqual(plan(x).values.dtype, dt)
             self.assertEqual(val.dtype, dt)
             self.assertTrue(torch.equal(val, torch.gather(x, 1, idx.long())))
             self.assertTrue(torch.equal(val.float(), torch.topk(x.float(), 100, largest=False).values))
@@ -91,6 +92,86 @@ class ApiTest(unittest.TestCase):
         self.assertEqual(int((idx[1] == -1).sum()), 3)
         self.assertTrue(((idx[1] >= 10) & (idx[1] < 15) | (idx[1] == -1)).all())
         self.assertTrue(((idx[2] >= 900) & (idx[2] < 1000)).all())
+
+    def test_lengths_and_row_starts(self):
+        x = torch.randn(4, 1000, device="cuda")
+        ln = torch.tensor([1000, 5, 0, 300], dtype=torch.int32, device="cuda")
+        st = torch.tensor([0, 10, 7, 900], dtype=torch.int32, device="cuda")
+        want = torch.stack([st, st + ln], dim=1)
+        for starts, rg in ((None, torch.stack([torch.zeros_like(ln), ln], dim=1)), (st, want)):
+            ref = topk_tune.topk(x, 8, ranges=rg, library=self.lib)
+            got = topk_tune.topk(x, 8, lengths=ln, row_starts=starts, library=self.lib)
+            self.assertTrue(torch.equal(got.indices.sort(-1).values, ref.indices.sort(-1).values))
+            plan = self.lib.plan("f32", 4, 1000, 8, ranges=True)
+            self.assertTrue(torch.equal(plan(x, lengths=ln, row_starts=starts).sort(-1).values,
+                                        ref.indices.sort(-1).values))
+        # Leading dimensions: lengths per row, flat or in their shape.
+        x3 = x.reshape(2, 2, 1000)
+        a = topk_tune.topk(x3, 8, lengths=ln, library=self.lib)
+        b = topk_tune.topk(x3, 8, lengths=ln.reshape(2, 2), library=self.lib)
+        self.assertTrue(torch.equal(a.indices, b.indices))
+        self.assertEqual(tuple(a.indices.shape), (2, 2, 8))
+
+        def error(fn):
+            with self.assertRaises(TopkError) as cm:
+                fn()
+            return cm.exception
+
+        e = error(lambda: topk_tune.topk(x, 8, lengths=ln.long(), library=self.lib))
+        self.assertIsInstance(e, TypeError)
+        self.assertIn("lengths must be int32", e.message)
+        e = error(lambda: topk_tune.topk(x, 8, lengths=ln.cpu(), library=self.lib))
+        self.assertIsInstance(e, ValueError)
+        self.assertIn("lengths is on cpu", e.message)
+        e = error(lambda: topk_tune.topk(x, 8, lengths=ln[:3], library=self.lib))
+        self.assertIn("lengths must be [4]", e.message)
+        e = error(lambda: topk_tune.topk(x, 8, lengths=ln, row_starts=st.long(), library=self.lib))
+        self.assertIn("row_starts must be int32", e.message)
+
+    def test_out(self):
+        x = torch.randn(6, 3000, device="cuda")
+        ref = torch.topk(x, 50, sorted=True)
+        v = torch.empty(6, 50, device="cuda")
+        i = torch.empty(6, 50, dtype=torch.int32, device="cuda")
+        res = topk_tune.topk(x, 50, sorted=True, out=(v, i), library=self.lib)
+        self.assertIs(res.values, v)
+        self.assertIs(res.indices, i)
+        self.assertTrue(torch.equal(v, ref.values))
+        # int64 indices, another dim, values=False.
+        i64 = torch.empty(6, 50, dtype=torch.int64, device="cuda")
+        res = topk_tune.topk(x, 50, sorted=True, out=(v, i64), library=self.lib)
+        self.assertIs(res.indices, i64)
+        self.assertTrue(torch.equal(torch.gather(x, 1, i64), ref.values))
+        ct = x.t().contiguous()  # [3000, 6]: top-k along dim 0
+        vd = torch.empty(50, 6, device="cuda")
+        idd = torch.empty(50, 6, dtype=torch.int32, device="cuda")
+        topk_tune.topk(ct, 50, dim=0, sorted=True, out=(vd, idd), library=self.lib)
+        self.assertTrue(torch.equal(vd, ref.values.t()))
+        i2 = torch.empty(6, 50, dtype=torch.int32, device="cuda")
+        res = topk_tune.topk(x, 50, values=False, out=(None, i2), library=self.lib)
+        self.assertIsNone(res.values)
+        self.assertIs(res.indices, i2)
+
+        def error(out, **kw):
+            with self.assertRaises(TopkError) as cm:
+                topk_tune.topk(x, 50, out=out, library=self.lib, **kw)
+            return cm.exception
+
+        cases = [
+            ((v, i.long()), {"index_dtype": torch.int32}, TypeError, "index_dtype"),
+            ((v.half(), i), {}, TypeError, "out[0] (values) must be torch.float32"),
+            ((v, i.float()), {}, TypeError, "out[1] (indices) must be torch.int32 or torch.int64"),
+            ((v[:5], i), {}, ValueError, "out[0] (values) must have shape [6, 50]"),
+            ((v, i[:, :49]), {}, ValueError, "out[1] (indices) must have shape [6, 50]"),
+            ((v.cpu(), i), {}, ValueError, "out[0] (values) is on cpu"),
+            ((i, v), {}, TypeError, "out[0] (values) must be torch.float32"),
+            (v, {}, TypeError, "out must be a pair"),
+        ]
+        for out, kw, exc, needle in cases:
+            with self.subTest(needle=needle):
+                e = error(out, **kw)
+                self.assertIsInstance(e, exc)
+                self.assertIn(needle, e.message)
 
     def test_graph_capture_uses_the_current_stream(self):
         x = torch.randn(16, 8192, device="cuda")
@@ -107,8 +188,8 @@ class ApiTest(unittest.TestCase):
         x.copy_(torch.randn(16, 8192, device="cuda"))
         g.replay()
         torch.cuda.synchronize()
-        self.assertTrue(same_values(x, outs[0], 256))
-        self.assertTrue(torch.equal(outs[1], torch.gather(x, 1, outs[0].long())))
+        self.assertTrue(same_values(x, outs.indices, 256))
+        self.assertTrue(torch.equal(outs.values, torch.gather(x, 1, outs.indices.long())))
 
     def test_graph_replay_matches_eager_runs(self):
         # One graph holding a warp-per-row plan and two cluster-per-row plans
@@ -141,19 +222,19 @@ class ApiTest(unittest.TestCase):
             g.replay()
             torch.cuda.synchronize()
             for plan, x, rg, outs, k in cases:
-                idx, vals = plan(x, ranges=rg)
+                vals, idx = plan(x, ranges=rg)
                 with self.subTest(trial=trial, plan=plan.variant):
                     # Same values as the eager run; indices too where there
                     # are no ties (bf16 rows have many, and either is right).
-                    self.assertTrue(torch.equal(outs[1].float().sort(dim=-1).values,
+                    self.assertTrue(torch.equal(outs.values.float().sort(dim=-1).values,
                                                 vals.float().sort(dim=-1).values))
-                    self.assertTrue(torch.equal(outs[1], torch.gather(x, 1, outs[0].long())))
+                    self.assertTrue(torch.equal(outs.values, torch.gather(x, 1, outs.indices.long())))
                     if x.dtype == torch.float32:
-                        self.assertTrue(torch.equal(outs[0].sort(dim=-1).values, idx.sort(dim=-1).values))
+                        self.assertTrue(torch.equal(outs.indices.sort(dim=-1).values, idx.sort(dim=-1).values))
                     if rg is None:
-                        self.assertTrue(same_values(x, outs[0], k))
+                        self.assertTrue(same_values(x, outs.indices, k))
                     else:
-                        self.assertTrue((outs[0] >= rg[:, :1]).all())
+                        self.assertTrue((outs.indices >= rg[:, :1]).all())
 
     def test_side_stream(self):
         x = torch.randn(32, 20000, device="cuda")

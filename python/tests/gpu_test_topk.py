@@ -153,7 +153,7 @@ def run_problem(p, lib, rng, gen):
             out = plan(xin, ranges=rg)
         else:
             out = plan.run_into(xin, plan.allocate_outputs(), ranges=rg)
-        idx, vals = (out if p["values"] else (out, None))
+        vals, idx = (out if p["values"] else (None, out))
     torch.cuda.synchronize()
     if p["one_d"] and idx.dim() == 1:
         idx = idx.unsqueeze(0)

@@ -34,8 +34,10 @@ class RunIntoTest(unittest.TestCase):
         self.assertReachesC(lambda: p.run_into(FakeArray((2, 100)), FakeArray((2, 10), "<i4")))
         self.assertReachesC(lambda: p.run_into(FakeArray((100,)), FakeArray((1, 10), "<i4")))
         self.assertReachesC(lambda: p.run_into(FakeArray((4, 100)), FakeArray((4, 10), "<i4"), batch=3))
-        # Outputs with more rows than needed; outputs as a 1-tuple.
+        # Outputs with more rows than needed; outputs as a 1-tuple, or as
+        # (None, indices) like topk(values=False)'s result.
         self.assertReachesC(lambda: p.run_into(FakeArray((2, 100)), (FakeArray((4, 10), "<i4"),)))
+        self.assertReachesC(lambda: p.run_into(FakeArray((2, 100)), (None, FakeArray((4, 10), "<i4"))))
         # Explicit C-contiguous strides are the same as none.
         self.assertReachesC(lambda: p.run_into(FakeArray((4, 100), strides=(100, 1)), FakeArray((4, 10), "<i4")))
 
@@ -46,16 +48,21 @@ class RunIntoTest(unittest.TestCase):
 
     def test_values_plan(self):
         p = make_plan(dtype="f16", values=True)
+        # Outputs are (values, indices), the order of torch.topk and topk().
         self.assertReachesC(lambda: p.run_into(FakeArray((4, 100), "<f2"),
-                                               (FakeArray((4, 10), "<i4"), FakeArray((4, 10), "<f2"))))
+                                               (FakeArray((4, 10), "<f2"), FakeArray((4, 10), "<i4"))))
         self.assertInvalid(lambda: p.run_into(FakeArray((4, 100), "<f2"), FakeArray((4, 10), "<i4")),
-                           "(indices, values)")
+                           "(values, indices)")
         self.assertInvalid(lambda: p.run_into(FakeArray((4, 100), "<f2"),
-                                              (FakeArray((4, 10), "<i4"), FakeArray((4, 10), "<f4"))),
+                                              (FakeArray((4, 10), "<f4"), FakeArray((4, 10), "<i4"))),
                            "values must be f16")
         self.assertInvalid(lambda: p.run_into(FakeArray((4, 100), "<f2"),
-                                              (FakeArray((4, 10), "<i4"), FakeArray((4, 9), "<f2"))),
+                                              (FakeArray((4, 9), "<f2"), FakeArray((4, 10), "<i4"))),
                            "values must be [batch, k]")
+        # The order of earlier versions is refused, never written swapped.
+        self.assertInvalid(lambda: p.run_into(FakeArray((4, 100), "<f2"),
+                                              (FakeArray((4, 10), "<i4"), FakeArray((4, 10), "<f2"))),
+                           "got (indices, values)")
 
     def test_no_values_plan_rejects_values(self):
         p = make_plan()

@@ -6,7 +6,7 @@ the object is a torch tensor (then torch is already loaded).
 import sys
 from collections import namedtuple
 
-from ._capi import Code, TopkError, _invalid
+from ._capi import INT32_MAX, Code, TopkError, _invalid, _type_error
 
 # dtype names of the C API, and what is accepted for them.
 DTYPES = {"f32": 0, "f16": 1, "bf16": 2}
@@ -29,6 +29,10 @@ _TORCH_DTYPE = {"torch.float32": "f32", "torch.float16": "f16", "torch.bfloat16"
 # producer's stream from the CAI (None when not given); torch: the tensor
 # itself, or None.
 ArrayInfo = namedtuple("ArrayInfo", "ptr shape strides dtype device stream torch readonly")
+
+# What topk() and plans that write values return, and the order in which
+# outputs are given to run_into and topk(out=...): values first, as torch.topk.
+TopkResult = namedtuple("TopkResult", "values indices")
 
 
 def dtype_name(dtype):
@@ -70,8 +74,8 @@ def describe(x, what="input"):
         return ArrayInfo(x.data_ptr(), tuple(x.shape), tuple(x.stride()), dt, x.device.index, None, x, False)
     cai = getattr(x, "__cuda_array_interface__", None)
     if cai is None:
-        raise _invalid(f"{what} must be a CUDA torch tensor or have __cuda_array_interface__, "
-                       f"got {type(x).__name__}")
+        raise _type_error(f"{what} must be a CUDA torch tensor or have __cuda_array_interface__, "
+                          f"got {type(x).__name__}")
     try:
         shape = tuple(int(s) for s in cai["shape"])
         typestr = cai["typestr"]
@@ -125,3 +129,48 @@ def as_rows(info, what="input"):
     if batch > 1 and row_stride < n:
         raise _invalid(f"{what} row stride {row_stride} is smaller than n = {n}")
     return batch, n, row_stride
+
+
+def _check_row_array(a, what, rows, lead, device):
+    torch = sys.modules["torch"]
+    if a.dtype != torch.int32:
+        raise _type_error(f"{what} must be int32, got {a.dtype} (convert with .int())")
+    if not a.is_cuda:
+        raise _invalid(f"{what} is on {a.device}, not on a CUDA device")
+    if device is not None and a.device.index != device:
+        raise _invalid(f"{what} is on cuda:{a.device.index}, the input on cuda:{device}")
+    if not ((a.dim() == 1 and a.shape[0] >= rows) or (lead is not None and tuple(a.shape) == tuple(lead))):
+        want = f"[{rows}]" if lead is None or len(lead) <= 1 else f"[{rows}] or {list(lead)}"
+        raise _invalid(f"{what} must be {want} (one entry per row), got shape {list(a.shape)}")
+    return a.reshape(-1)[:rows] if a.dim() != 1 else a[:rows]
+
+
+def resolve_ranges(ranges, lengths, row_starts, device, rows, lead=None):
+    """The int32 [rows, 2] ranges array for `ranges`, or for `lengths`
+    (int32 [rows]: row i uses columns [0, lengths[i])) with optional
+    `row_starts` (int32 [rows]: [row_starts[i], row_starts[i] + lengths[i])).
+    lengths / row_starts must be CUDA torch tensors on `device` (an ordinal,
+    or None when unknown); the conversion runs on the GPU (asynchronously,
+    on torch's current stream). Ends past 2^31 - 1 are clamped; the kernels
+    clamp ranges to [0, n) and treat start > end as empty. `lead`: the
+    leading dimensions of the input, also accepted as the shape."""
+    if lengths is None:
+        if row_starts is not None:
+            raise _invalid("row_starts needs lengths: row i uses [row_starts[i], row_starts[i] + lengths[i])")
+        return ranges
+    if ranges is not None:
+        raise _invalid("give either ranges or lengths (with optional row_starts), not both")
+    for what, a in (("lengths", lengths), ("row_starts", row_starts)):
+        if a is not None and not _is_torch_tensor(a):
+            raise _type_error(f"{what} must be a CUDA torch tensor (lengths and row_starts are turned into "
+                              f"ranges with torch), got {type(a).__name__}; for other arrays pass ranges, "
+                              f"an int32 [rows, 2] array of [start, end)")
+    torch = sys.modules["torch"]
+    ln = _check_row_array(lengths, "lengths", rows, lead, device)
+    if row_starts is None:
+        return torch.stack((torch.zeros_like(ln), ln), dim=1)
+    st = _check_row_array(row_starts, "row_starts", rows, lead, device)
+    if st.device != ln.device:
+        raise _invalid(f"row_starts are on {st.device}, lengths on {ln.device}")
+    end = (st.to(torch.int64) + ln.to(torch.int64)).clamp_(-INT32_MAX - 1, INT32_MAX).to(torch.int32)
+    return torch.stack((st, end), dim=1)

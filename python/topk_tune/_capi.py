@@ -8,10 +8,11 @@ import ctypes
 import ctypes.util
 import enum
 import glob
+import operator
 import os
 import threading
 
-__all__ = ["Code", "TopkError", "library_path", "capi"]
+__all__ = ["Code", "TopkError", "InvalidArgumentError", "ArgumentTypeError", "library_path", "capi"]
 
 
 class Code(enum.IntEnum):
@@ -56,8 +57,66 @@ class TopkError(RuntimeError):
         return (type(self), (int(self.code), self.message))
 
 
+class InvalidArgumentError(TopkError, ValueError):
+    """A bad argument value (code INVALID_ARGUMENT): a ValueError as well as
+    a TopkError, so both ``except ValueError`` and ``except TopkError``
+    catch it. Raised by the Python checks and for INVALID_ARGUMENT from the
+    C API."""
+
+    def __init__(self, message, code=Code.INVALID_ARGUMENT):
+        super().__init__(code, message)
+
+    def __reduce__(self):
+        return (type(self), (self.message,))
+
+
+class ArgumentOverflowError(InvalidArgumentError, OverflowError):
+    """An integer argument outside what the C API takes (e.g. k >= 2^31,
+    a batch past 2^63): also an OverflowError, as Python raises for ints too
+    large for C."""
+
+
+class ArgumentTypeError(TopkError, TypeError):
+    """An argument of the wrong type (code INVALID_ARGUMENT): a TypeError as
+    well as a TopkError, e.g. k=2.7 or k=True."""
+
+    def __init__(self, message, code=Code.INVALID_ARGUMENT):
+        super().__init__(code, message)
+
+    def __reduce__(self):
+        return (type(self), (self.message,))
+
+
 def _invalid(message):
-    return TopkError(Code.INVALID_ARGUMENT, "invalid_argument: " + message)
+    return InvalidArgumentError("invalid_argument: " + message)
+
+
+def _type_error(message):
+    return ArgumentTypeError("invalid_argument: " + message)
+
+
+INT32_MAX = (1 << 31) - 1
+INT64_MAX = (1 << 63) - 1
+
+
+def as_int(value, name, minimum=None, maximum=INT64_MAX):
+    """`value` as a Python int, never truncated or wrapped: ArgumentTypeError
+    for anything that is not an integer (floats, bools, strings; objects with
+    __index__ such as NumPy integers are fine), InvalidArgumentError below
+    `minimum`, ArgumentOverflowError above `maximum` (by default int64, what
+    the C API's int64_t parameters hold; ctypes would wrap a larger value)."""
+    if isinstance(value, bool) or type(value).__name__ in ("bool_", "bool8"):
+        raise _type_error(f"{name} must be an integer, got bool {value!r}")
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise _type_error(f"{name} must be an integer, got {type(value).__name__} {value!r}") from None
+    if minimum is not None and v < minimum:
+        raise _invalid(f"{name} must be >= {minimum}, got {v}")
+    if maximum is not None and v > maximum:
+        bound = "2^31" if maximum == INT32_MAX else "2^63" if maximum == INT64_MAX else str(maximum + 1)
+        raise ArgumentOverflowError(f"invalid_argument: {name} must be < {bound}, got {v}")
+    return v
 
 
 # --- finding libtopk ------------------------------------------------------------------
@@ -249,6 +308,8 @@ def check(code, err):
             err.value = None
     if not msg:
         msg = code_name(code)
+    if code == Code.INVALID_ARGUMENT:
+        raise InvalidArgumentError(msg)
     raise TopkError(code, msg)
 
 

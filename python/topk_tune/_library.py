@@ -8,7 +8,7 @@ import weakref
 
 from . import _arrays
 from ._arrays import DTYPES, describe, dtype_name
-from ._capi import Code, Options, Problem, TopkError, _invalid, capi, check
+from ._capi import INT32_MAX, Code, Options, Problem, TopkError, _invalid, _type_error, as_int, capi, check
 
 DISPATCH_NAMES = ("exact", "nearest", "default")
 
@@ -55,13 +55,17 @@ def _stream_handle(stream, info, device):
     handles); else 0, the legacy default stream.
     """
     if stream is not None:
-        if isinstance(stream, int):
-            return stream
-        for attr in ("cuda_stream", "ptr", "handle"):
-            h = getattr(stream, attr, None)
-            if h is not None:
-                return int(getattr(h, "value", h) or 0)
-        raise _invalid(f"stream must be an int handle or have .cuda_stream / .ptr, got {type(stream).__name__}")
+        h = stream
+        if not isinstance(stream, int):
+            for attr in ("cuda_stream", "ptr", "handle"):
+                h = getattr(stream, attr, None)
+                if h is not None:
+                    h = getattr(h, "value", h) or 0
+                    break
+            else:
+                raise _type_error(f"stream must be an int handle or have .cuda_stream / .ptr, "
+                                  f"got {type(stream).__name__}")
+        return as_int(h, "stream", minimum=0, maximum=(1 << 64) - 1)
     if info.torch is not None:
         import torch  # noqa: PLC0415 (already loaded: info.torch is a tensor)
 
@@ -72,6 +76,15 @@ def _stream_handle(stream, info, device):
     if torch is not None and torch.cuda.is_available():
         return torch.cuda.current_stream(device).cuda_stream
     return 0
+
+
+def _swapped(val, idx, dtype):
+    """Whether a pair meant as (values, indices) looks like the old
+    (indices, values) order: int32 first, the plan's dtype second."""
+    try:
+        return describe(val, "values").dtype == "i32" and describe(idx, "indices").dtype == dtype
+    except TopkError:
+        return False
 
 
 class Plan:
@@ -113,13 +126,21 @@ class Plan:
 
     # --- running -------------------------------------------------------------------
 
-    def __call__(self, x, ranges=None, batch=None, stream=None):
+    def __call__(self, x, ranges=None, batch=None, stream=None, lengths=None, row_starts=None):
         """Runs on `x` ([batch, n] or [n]) and returns new torch tensors on
-        x's device: indices (int32 [batch, k]), or (indices, values) when
-        the plan writes values. Launched on torch's current stream (see
-        run_into for `stream`). Needs torch to allocate the outputs."""
+        x's device: indices (int32 [batch, k]), or TopkResult(values,
+        indices) when the plan writes values. Launched on torch's current
+        stream (see run_into for `stream`). Needs torch to allocate the
+        outputs.
+
+        Per-row column ranges (plans made with ranges=True) come as `ranges`
+        (int32 [batch, 2] of [start, end)) or as `lengths` (int32 [batch]:
+        row i uses columns [0, lengths[i])) with optional `row_starts`
+        (int32 [batch]: [row_starts[i], row_starts[i] + lengths[i])); these
+        two must be torch tensors and are turned into ranges on the GPU."""
         info = describe(x)
         b = self._check_input(info, batch)
+        ranges = _arrays.resolve_ranges(ranges, lengths, row_starts, info.device, b)
         outputs = self.allocate_outputs(batch=b, device=info.device)
         self._launch(info, ranges, outputs, b, stream)
         return outputs
@@ -127,8 +148,10 @@ class Plan:
     def run_into(self, x, outputs, ranges=None, batch=None, stream=None):
         """Runs on `x` into preallocated outputs (from allocate_outputs, or
         your own: indices int32 [>= batch, k] contiguous, and values of x's
-        dtype likewise, as a tuple (indices, values) when the plan writes
+        dtype likewise, as a pair (values, indices) when the plan writes
         values). Allocates nothing, so it can be captured in a CUDA graph.
+        Ranges come only as `ranges` here (lengths would need a conversion,
+        which allocates: use __call__ or topk_tune.topk for them).
 
         `batch`: rows to process (default: x's rows); at most the planned
         batch. `stream`: an int CUstream, or an object with .cuda_stream /
@@ -142,16 +165,17 @@ class Plan:
 
     def allocate_outputs(self, batch=None, device=None):
         """torch tensors for run_into: indices (int32 [batch, k]), or
-        (indices, values) when the plan writes values. `batch` defaults to
-        the planned batch, `device` to the library's."""
+        TopkResult(values, indices) when the plan writes values. `batch`
+        defaults to the planned batch, `device` to the library's."""
+        b = self.batch if batch is None else as_int(batch, "batch", minimum=0, maximum=INT32_MAX)
+        d = self.library.device if device is None else as_int(device, "device", minimum=0, maximum=INT32_MAX)
         torch = _arrays.torch_module()
-        b = self.batch if batch is None else int(batch)
-        dev = torch.device("cuda", self.library.device if device is None else device)
+        dev = torch.device("cuda", d)
         idx = torch.empty((b, self.k), dtype=torch.int32, device=dev)
         if not self.values:
             return idx
         dt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[self.dtype]
-        return idx, torch.empty((b, self.k), dtype=dt, device=dev)
+        return _arrays.TopkResult(torch.empty((b, self.k), dtype=dt, device=dev), idx)
 
     # --- checks ----------------------------------------------------------------------
 
@@ -163,7 +187,7 @@ class Plan:
         rows, n, stride = _arrays.as_rows(info)
         if n != self.n:
             raise _invalid(f"input rows have {n} elements, the plan is for n = {self.n}")
-        b = rows if batch is None else int(batch)
+        b = rows if batch is None else as_int(batch, "batch")
         if b < 0 or b > rows:
             raise _invalid(f"batch {b} is outside the input's {rows} rows")
         if b > self.batch:
@@ -208,14 +232,21 @@ class Plan:
         device = info.device
         if self.values:
             if not isinstance(outputs, (tuple, list)) or len(outputs) != 2:
-                raise _invalid("the plan writes values: outputs must be (indices, values)")
-            idx_ptr = self._check_output(outputs[0], "indices", "i32", batch, device)
-            val_ptr = self._check_output(outputs[1], "values", self.dtype, batch, device)
+                raise _type_error("the plan writes values: outputs must be a pair (values, indices)")
+            val, idx = outputs
+            if _swapped(val, idx, self.dtype):
+                raise _invalid("outputs must be (values, indices) (the order of torch.topk and of every "
+                               "topk_tune result), got (indices, values)")
+            val_ptr = self._check_output(val, "values", self.dtype, batch, device)
+            idx_ptr = self._check_output(idx, "indices", "i32", batch, device)
         else:
             if isinstance(outputs, (tuple, list)):
-                if len(outputs) != 1 and not (len(outputs) == 2 and outputs[1] is None):
-                    raise _invalid("the plan writes no values: outputs must be indices (or (indices,))")
-                outputs = outputs[0]
+                if len(outputs) == 2 and outputs[0] is None:
+                    outputs = outputs[1]
+                elif len(outputs) == 1:
+                    outputs = outputs[0]
+                else:
+                    raise _invalid("the plan writes no values: outputs must be indices (or (None, indices))")
             idx_ptr = self._check_output(outputs, "indices", "i32", batch, device)
             val_ptr = 0
         rg_ptr = self._check_ranges(ranges, batch, device)
@@ -270,8 +301,9 @@ class Library:
     """
 
     def __init__(self, device=None, cache_path=None, allow_same_arch=False, write_back=True):
+        self.device = _default_device() if device is None else as_int(device, "device", minimum=0,
+                                                                        maximum=INT32_MAX)
         dll = capi()
-        self.device = _default_device() if device is None else int(device)
         self.cache_path = resolve_cache_path(cache_path)
         self._handle = None
         # Plans must be destroyed before the library. The library owns the C
@@ -301,14 +333,15 @@ class Library:
         tuned shape, or the default), loads or compiles it. Returns a Plan.
         TopkError(INVALID_ARGUMENT) for k < 0, n < 1, row_stride < n, ..."""
         dt = dtype_name(dtype)
+        batch = as_int(batch, "batch", minimum=0, maximum=INT32_MAX)
+        n = as_int(n, "n", minimum=1, maximum=INT32_MAX)
+        k = as_int(k, "k", minimum=0, maximum=INT32_MAX)
+        row_stride = as_int(row_stride, "row_stride", minimum=0)
         p = Problem()
         dll = capi()
         dll.topk_problem_init(ctypes.byref(p))
-        try:
-            p.dtype = DTYPES[dt]
-            p.batch, p.n, p.k, p.row_stride = int(batch), int(n), int(k), int(row_stride)
-        except (TypeError, ValueError, OverflowError) as e:
-            raise _invalid(f"batch, n, k and row_stride must be integers ({e})") from None
+        p.dtype = DTYPES[dt]
+        p.batch, p.n, p.k, p.row_stride = batch, n, k, row_stride
         p.largest, p.ranges, p.values, p.sorted = (1 if f else 0 for f in (largest, ranges, values, sorted))
         problem = {"dtype": dt, "batch": p.batch, "n": p.n, "k": p.k, "row_stride": p.row_stride,
                    "largest": bool(largest), "ranges": bool(ranges), "values": bool(values), "sorted": bool(sorted)}
