@@ -39,20 +39,6 @@ nlohmann::json DeviceInfo::ToJson() const {
           {"fingerprint", Fingerprint()}};
 }
 
-cache::DeviceRecord DeviceInfo::ToRecord() const {
-  cache::DeviceRecord r;
-  r.fingerprint = Fingerprint();
-  r.name = name;
-  r.cc_major = cc_major;
-  r.cc_minor = cc_minor;
-  r.sm_count = sm_count;
-  r.l2_bytes = l2_bytes;
-  r.driver_version = driver_version;
-  r.compiler_version = compiler_version;
-  r.info_json = ToJson().dump();
-  return r;
-}
-
 StatusOr<DeviceInfo> DeviceInfo::FromJson(const nlohmann::json& j) {
   DeviceInfo d;
   try {

@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "cache/cache.hpp"
 #include "generator/config.hpp"
 #include "generator/family.hpp"
 #include "jit/compiler.hpp"
@@ -41,8 +40,6 @@ struct DeviceInfo {
   gen::Arch ToArch() const;
   nlohmann::json ToJson() const;
   static StatusOr<DeviceInfo> FromJson(const nlohmann::json& j);
-  // The device as the tuning cache records it.
-  cache::DeviceRecord ToRecord() const;
 };
 
 // Number of CUDA devices; kUnavailable when there is no driver.

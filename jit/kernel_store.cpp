@@ -4,55 +4,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "cache/cache.hpp"
 #include "jit/driver.hpp"
 
 namespace topk::jit {
 namespace {
-
-class CacheStore final : public BinaryStore {
- public:
-  explicit CacheStore(cache::Cache* c) : cache_(c) {}
-  StatusOr<std::optional<CompiledKernel>> Find(const std::string& hash, const std::string& arch,
-                                               const std::string& options, const std::string& version) override {
-    auto b = cache_->FindBinary(hash, arch, options, version);
-    if (!b.ok()) return b.status();
-    if (!b->has_value()) return std::optional<CompiledKernel>();
-    const cache::BinaryRecord& r = **b;
-    CompiledKernel k;
-    k.key = r.kernel_key;
-    k.source_hash = r.source_hash;
-    k.arch = r.arch;
-    k.options = r.options;
-    k.compiler_version = r.compiler_version;
-    k.lowered_name = r.lowered_name;
-    k.cubin = r.cubin;
-    k.log = r.log;
-    k.usage = ParsePtxasLog(r.log);
-    k.compile_ms = r.compile_ms;
-    return std::optional<CompiledKernel>(std::move(k));
-  }
-  Status Put(const CompiledKernel& k) override {
-    cache::BinaryRecord r;
-    r.source_hash = k.source_hash;
-    r.arch = k.arch;
-    r.options = k.options;
-    r.compiler_version = k.compiler_version;
-    r.kernel_key = k.key;
-    r.lowered_name = k.lowered_name;
-    r.cubin = k.cubin;
-    r.registers = k.usage.known ? k.usage.registers : -1;
-    r.spill_stores = k.usage.spill_stores;
-    r.spill_loads = k.usage.spill_loads;
-    r.stack_bytes = k.usage.stack_bytes;
-    r.compile_ms = k.compile_ms;
-    r.log = k.log;
-    return cache_->PutBinary(r);
-  }
-
- private:
-  cache::Cache* cache_;
-};
 
 class DirectoryStore final : public BinaryStore {
  public:
@@ -103,7 +58,6 @@ class DirectoryStore final : public BinaryStore {
 
 }  // namespace
 
-std::unique_ptr<BinaryStore> MakeCacheStore(cache::Cache* c) { return std::make_unique<CacheStore>(c); }
 std::unique_ptr<BinaryStore> MakeDirectoryStore(const std::string& dir) { return std::make_unique<DirectoryStore>(dir); }
 
 KernelStore::KernelStore(Compiler* compiler, BinaryStore* store, CompileOptions options)

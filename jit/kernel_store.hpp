@@ -15,10 +15,6 @@
 #include "jit/compiler.hpp"
 #include "jit/device.hpp"
 
-namespace topk::cache {
-class Cache;
-}
-
 namespace topk::jit {
 
 // Where binaries persist between processes.
@@ -31,8 +27,7 @@ class BinaryStore {
   virtual Status Put(const CompiledKernel& k) = 0;
 };
 
-// Binaries in the tuning cache's `binaries` table. The cache must outlive it.
-std::unique_ptr<BinaryStore> MakeCacheStore(cache::Cache* cache);
+// (The tuning cache's store is cache::MakeBinaryStore, cache/jit_adapter.hpp.)
 // Binaries as files <hash>_<arch>.cubin (+ .name, the lowered name) in `dir`.
 std::unique_ptr<BinaryStore> MakeDirectoryStore(const std::string& dir);
 

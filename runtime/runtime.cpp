@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "cache/cache.hpp"
+#include "cache/jit_adapter.hpp"
 #include "jit/device.hpp"
 #include "jit/driver.hpp"
 #include "jit/kernel_store.hpp"
@@ -87,7 +88,7 @@ class LibraryImpl final : public Library {
     // With write_back off the cache is opened read-only: it still serves its
     // binaries, and the store's write-back of new compiles fails quietly
     // (KernelStore treats that write as best effort).
-    if (lib->cache_) lib->store_ = jit::MakeCacheStore(lib->cache_.get());
+    if (lib->cache_) lib->store_ = cache::MakeBinaryStore(lib->cache_.get());
     jit::CompileOptions co;
     co.arch = lib->info_.ArchName();
     lib->kernels_ = std::make_unique<jit::KernelStore>(lib->compiler_.get(), lib->store_.get(), co);

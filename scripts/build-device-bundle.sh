@@ -5,16 +5,28 @@
 #   build-device/lib     libtopk.so plus libsqlite3 / libbenchmark copies
 #   build-device/cubins  precompiled sm_90 kernels (from the compile-all test)
 # Everything finds its libraries through an $ORIGIN rpath.
+#
+# TOPK_BUNDLE_FROM=DIR: copy the executables and libtopk of an existing
+# Release build tree (one whose tests just passed) instead of building again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=build-device
-cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DTOPK_BUILD_BENCH=ON >/dev/null
-targets=(gpu_kernels_test topk-tune-worker topk-probe topk)
-help=$(cmake --build "$B" --target help)  # not piped into grep -q: pipefail + SIGPIPE
-for t in topk-tune topk-bench topk-runtime-cost gpu_tuner_test gpu_runtime_test gpu_c_api_test; do
-  if grep -qx "\.\.\. $t" <<<"$help"; then targets+=("$t"); fi
-done
-cmake --build "$B" -j"$(nproc)" --target "${targets[@]}"
+if [[ -n "${TOPK_BUNDLE_FROM:-}" ]]; then
+  from=$TOPK_BUNDLE_FROM
+  grep -q "CMAKE_BUILD_TYPE:STRING=Release" "$from/CMakeCache.txt" || { echo "$from is not a Release build" >&2; exit 1; }
+  rm -rf "$B/bin" "$B/lib"
+  mkdir -p "$B/bin" "$B/lib"
+  find "$from/bin" -maxdepth 1 -type f -executable -exec cp {} "$B/bin/" \;
+  cp -P "$from"/lib/libtopk.so* "$B/lib/"
+else
+  cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DTOPK_BUILD_BENCH=ON >/dev/null
+  targets=(gpu_kernels_test topk-tune-worker topk-probe topk)
+  help=$(cmake --build "$B" --target help)  # not piped into grep -q: pipefail + SIGPIPE
+  for t in topk-tune topk-bench topk-runtime-cost gpu_tuner_test gpu_runtime_test gpu_c_api_test; do
+    if grep -qx "\.\.\. $t" <<<"$help"; then targets+=("$t"); fi
+  done
+  cmake --build "$B" -j"$(nproc)" --target "${targets[@]}"
+fi
 strip --strip-unneeded "$B"/bin/* "$B"/lib/libtopk.so.* 2>/dev/null || true
 for so in libsqlite3.so.0 libbenchmark.so.1debian; do
   src=$(ldconfig -p | awk -v n="$so" '$1 == n && !f {print $NF; f = 1}')  # no early exit: SIGPIPE under pipefail

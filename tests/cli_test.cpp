@@ -531,6 +531,13 @@ TEST(CliEmitTest, EarlierReleasesIdsStillWork) {
   EXPECT_TRUE(Contains(r.err, "variant radix_f32_b512_r11_h1_s4096_c1_t2_m1")) << r.err;
 }
 
+TEST(CliTuneTest, UnknownFamilyIsAUsageError) {
+  const Result r = RunCli({"tune", "--family", "nope", "--shape", "f32:4x4096:8", "--db", TempPath("fam.db")});
+  EXPECT_EQ(r.code, kUsage) << Describe(r);
+  EXPECT_TRUE(Contains(r.err, "unknown kernel family 'nope'")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "radix")) << r.err;
+}
+
 TEST(CliSpaceTest, FamilyFilterAndOneTablePerFamily) {
   Result r = RunCli({"space", "--shape", "f32:4096x256:8"});
   ASSERT_EQ(r.code, kOk) << Describe(r);

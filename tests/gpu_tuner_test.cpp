@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "cache/cache.hpp"
+#include "cache/jit_adapter.hpp"
 #include "generator/source.hpp"
 #include "jit/device.hpp"
 #include "jit/kernel_store.hpp"
@@ -70,7 +71,7 @@ class GpuTunerTest : public ::testing::Test {
     return r;
   }
 
-  cache::DeviceRecord Record() const { return info_.ToRecord(); }
+  cache::DeviceRecord Record() const { return cache::RecordOf(info_); }
 
   jit::DeviceInfo info_;
   std::unique_ptr<jit::Compiler> compiler_;

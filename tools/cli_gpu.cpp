@@ -17,6 +17,8 @@
 #include <thread>
 
 #include "cache/cache.hpp"
+#include "cache/jit_adapter.hpp"
+#include "generator/family.hpp"
 #include "generator/source.hpp"
 #include "jit/compiler.hpp"
 #include "jit/device.hpp"
@@ -140,6 +142,7 @@ struct TuneOpts {
   int compile_threads = 0;
   uint64_t seed = 1;
   std::string inject_faults;
+  std::vector<std::string> families;
 };
 
 struct ShapeOutcome {
@@ -189,6 +192,13 @@ int RunTune(const TuneOpts& o) {
   to.dist = o.dist.empty() ? set.dist : o.dist;
   to.measure.l2_mode = o.l2.empty() ? set.l2_mode : o.l2;
   if (auto d = tuner::ParseDist(to.dist); !d.ok()) return Fail(kExitUsage, "--dist: " + d.status().message());
+  for (const std::string& f : o.families)
+    if (!gen::FindFamily(f)) {
+      std::string known;
+      for (const gen::Family* k : gen::Families()) known += (known.empty() ? "" : ", ") + k->name();
+      return Fail(kExitUsage, "--family: unknown kernel family '" + f + "'", "the families are: " + known);
+    }
+  to.families = o.families;
   for (const auto& f : SplitComma(o.inject_faults)) {
     if (f != "crash" && f != "hang" && f != "wrong")
       return Fail(kExitUsage, "--inject-faults: unknown fault '" + f + "' (crash, hang, wrong)");
@@ -236,7 +246,7 @@ int RunTune(const TuneOpts& o) {
   auto cache = cache::Cache::Open(db);
   if (!cache.ok()) return CacheOpenFailure(cache.status(), db, false);
   for (const auto& info : infos) {
-    if (Status s = (*cache)->PutDevice(info.ToRecord()); !s.ok())
+    if (Status s = (*cache)->PutDevice(cache::RecordOf(info)); !s.ok())
       return Fail(kExitCache, "cannot record the device in '" + db + "': " + s.ToString(),
                   "check the file is writable, or pass --db with another path");
   }
@@ -295,7 +305,7 @@ int RunTune(const TuneOpts& o) {
     auto compiler = jit::MakeNvrtcCompiler();
     tuner::TuneOptions mine_opts = to;
     mine_opts.workdir = workroot + "-gpu" + std::to_string(dev);
-    tuner::Tuner tuner(mine, compiler.get(), &worker, info.ToRecord(), info.ToArch(), mine_opts);
+    tuner::Tuner tuner(mine, compiler.get(), &worker, cache::RecordOf(info), info.ToArch(), mine_opts);
     int consecutive_errors = 0;
     for (;;) {
       const size_t i = next++;
@@ -462,6 +472,8 @@ Command AddTune(CLI::App& root) {
   app->add_option("--seed", o->seed, "Seed of the inputs and of the search")->capture_default_str();
   app->add_flag("--no-resume", o->no_resume, "Measure every variant again instead of skipping finished ones");
   app->add_flag("--json", o->json, "One JSON object per progress event and a summary object, on stdout");
+  app->add_option("--family", o->families,
+                  "Search only this kernel family (repeatable; default: all; topk-tune space lists them)");
   app->add_option("--inject-faults", o->inject_faults, "test only: crash,hang,wrong")->group("");
   app->footer(
       "Examples:\n"
@@ -532,7 +544,7 @@ Command AddVerify(CLI::App& root) {
     // Kernels: the cache's binaries (written read-only: a compiled kernel
     // is not stored back), as cubin files for the worker.
     auto compiler = jit::MakeNvrtcCompiler();
-    auto store = jit::MakeCacheStore(cache->get());
+    auto store = cache::MakeBinaryStore(cache->get());
     jit::CompileOptions co;
     co.arch = info->ArchName();
     jit::KernelStore kernels(compiler.get(), store.get(), co);

@@ -11,6 +11,7 @@
 #include <optional>
 #include <thread>
 
+#include "cache/jit_adapter.hpp"
 #include "generator/source.hpp"
 #include "jit/kernel_store.hpp"
 #include "tuner/presets.hpp"
@@ -28,7 +29,7 @@ double Seconds(Clock::time_point t0) { return std::chrono::duration<double>(Cloc
 // writes measurements while compile threads store binaries).
 class LockedStore final : public jit::BinaryStore {
  public:
-  LockedStore(cache::Cache* c, std::mutex* mu) : inner_(jit::MakeCacheStore(c)), mu_(mu) {}
+  LockedStore(cache::Cache* c, std::mutex* mu) : inner_(cache::MakeBinaryStore(c)), mu_(mu) {}
   StatusOr<std::optional<jit::CompiledKernel>> Find(const std::string& h, const std::string& a, const std::string& o,
                                                     const std::string& v) override {
     std::lock_guard<std::mutex> l(*mu_);

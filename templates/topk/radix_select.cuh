@@ -34,6 +34,7 @@
 #include "topk/cluster.cuh"
 #include "topk/keys.cuh"
 #include "topk/policy.cuh"
+#include "topk/row.cuh"
 
 namespace topk {
 
@@ -897,13 +898,8 @@ struct RowSelect {
     row = static_cast<const Raw*>(a.input) + static_cast<long long>(rowi) * a.row_stride;
     out_idx = a.out_idx + static_cast<long long>(rowi) * k;
     out_val = values ? static_cast<Raw*>(a.out_val) + static_cast<long long>(rowi) * k : nullptr;
-    int start = 0, end = a.n;
-    if (a.flags & TOPK_FLAG_RANGES) {
-      start = a.ranges[2 * rowi];
-      end = a.ranges[2 * rowi + 1];
-      start = start < 0 ? 0 : (start > a.n ? a.n : start);
-      end = end < start ? start : (end > a.n ? a.n : end);
-    }
+    const RowRange range = row_range(a, rowi);
+    const int start = range.start, end = range.end;
     const int L = end - start;
     int chunk = (L + C - 1) / C;
     chunk = (chunk + V - 1) / V * V;
@@ -915,10 +911,7 @@ struct RowSelect {
     if (L <= k) {  // Everything in range is selected; pad the rest.
       const u32 gt = rank * T + threadIdx.x;
       for (int j = threadIdx.x; j < len; j += T) write(s0 - start + j, s0 + j);
-      for (int pos = L + gt; pos < k; pos += C * T) {
-        out_idx[pos] = -1;
-        if (values) out_val[pos] = static_cast<Raw>(K::kLowest);
-      }
+      pad_output(out_idx, out_val, L + static_cast<int>(gt), k, C * T, static_cast<Raw>(K::kLowest));
       return;
     }
 

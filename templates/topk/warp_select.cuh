@@ -10,6 +10,7 @@
 #include "topk/args.h"
 #include "topk/keys.cuh"
 #include "topk/policy.cuh"
+#include "topk/row.cuh"
 
 namespace topk {
 
@@ -223,13 +224,8 @@ __device__ __forceinline__ void warp_rows(const TopkArgs& a) {
   const bool smallest = (a.flags & TOPK_FLAG_SMALLEST) != 0;
   const bool values = (a.flags & TOPK_FLAG_VALUES) != 0 && a.out_val != nullptr;
   const int k = a.k;
-  int start = 0, end = a.n;
-  if (a.flags & TOPK_FLAG_RANGES) {
-    start = a.ranges[2 * rowi];
-    end = a.ranges[2 * rowi + 1];
-    start = start < 0 ? 0 : (start > a.n ? a.n : start);
-    end = end < start ? start : (end > a.n ? a.n : end);
-  }
+  const RowRange range = row_range(a, rowi);
+  const int start = range.start, end = range.end;
   const int L = end - start;
   const Raw* src = static_cast<const Raw*>(a.input) + static_cast<long long>(rowi) * a.row_stride + start;
   int* oi = a.out_idx + static_cast<long long>(rowi) * k;
@@ -240,10 +236,7 @@ __device__ __forceinline__ void warp_rows(const TopkArgs& a) {
       oi[j] = start + j;
       if (values) ov[j] = src[j];
     }
-    for (int pos = L + lane; pos < k; pos += 32) {
-      oi[pos] = -1;
-      if (values) ov[pos] = static_cast<Raw>(K::kLowest);
-    }
+    pad_output(oi, ov, L + static_cast<int>(lane), k, 32, static_cast<Raw>(K::kLowest));
     return;
   }
 

@@ -16,10 +16,12 @@ const std::vector<gen::ParamSpec>& Specs() {
 
 // The kernel: every element counts the elements of its row that rank before
 // it (a larger key, or an equal key at a lower index); ranks below k are the
-// result. Ranges, values, smallest and -1 padding as every family does them.
+// result. Ranges and padding through the common per-row contract
+// (topk/row.cuh), as every family.
 constexpr const char* kKernel = R"cuda(
 #include "topk/args.h"
 #include "topk/keys.cuh"
+#include "topk/row.cuh"
 
 namespace toy {
 
@@ -30,13 +32,8 @@ __global__ void __launch_bounds__(BLOCK) sort_truncate(TopkArgs a) {
   if (row >= a.batch) return;
   const bool smallest = (a.flags & TOPK_FLAG_SMALLEST) != 0;
   const bool values = (a.flags & TOPK_FLAG_VALUES) != 0 && a.out_val != nullptr;
-  int start = 0, end = a.n;
-  if (a.flags & TOPK_FLAG_RANGES) {
-    start = a.ranges[2 * row];
-    end = a.ranges[2 * row + 1];
-    start = start < 0 ? 0 : (start > a.n ? a.n : start);
-    end = end < start ? start : (end > a.n ? a.n : end);
-  }
+  const topk::RowRange range = topk::row_range(a, row);
+  const int start = range.start, end = range.end;
   const long long base = static_cast<long long>(row) * a.row_stride;
   const long long out = static_cast<long long>(row) * a.k;
   for (int i = start + static_cast<int>(threadIdx.x); i < end; i += BLOCK) {
@@ -52,10 +49,10 @@ __global__ void __launch_bounds__(BLOCK) sort_truncate(TopkArgs a) {
       if (values) topk::store_raw<DTYPE>(a.out_val, out + rank, raw);
     }
   }
-  for (int pos = end - start + static_cast<int>(threadIdx.x); pos < a.k; pos += BLOCK) {
-    a.out_idx[out + pos] = -1;
-    if (values) topk::store_raw<DTYPE>(a.out_val, out + pos, K::kLowest);
-  }
+  using Raw = typename K::Raw;
+  Raw* out_val = values ? static_cast<Raw*>(a.out_val) + out : nullptr;
+  topk::pad_output(a.out_idx + out, out_val, end - start + static_cast<int>(threadIdx.x), a.k, BLOCK,
+                   static_cast<Raw>(K::kLowest));
 }
 
 }  // namespace toy
