@@ -4,6 +4,7 @@
 #include <mutex>
 #include <set>
 
+#include "generator/filter.hpp"
 #include "generator/radix.hpp"
 #include "generator/warp.hpp"
 
@@ -17,6 +18,7 @@ struct Registry {
     // family's Default() declines the problems it should not serve.
     families.push_back(MakeWarpFamily());
     families.push_back(MakeRadixFamily());
+    families.push_back(MakeFilterFamily());
   }
 };
 

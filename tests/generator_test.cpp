@@ -7,6 +7,7 @@
 
 #include "generator/config.hpp"
 #include "generator/family.hpp"
+#include "generator/filter.hpp"
 #include "generator/radix.hpp"
 #include "generator/source.hpp"
 #include "generator/warp.hpp"
@@ -472,6 +473,53 @@ TEST(LaunchTest, PlanFillsKnobsAndFitsSharedMemory) {
   EXPECT_EQ(w.Grid(7), 1u);
   EXPECT_EQ(w.smem_bytes, 0);
   EXPECT_TRUE(PlanLaunch(Config(), Prob(DType::kBF16, 1, 256, 8), arch).stages.empty());
+}
+
+// The filter family: the candidate list must hold k plus one step of the row,
+// and fit shared memory; rows a warp holds are left to the warp family.
+TEST(FilterFamilyTest, ConstraintsEnumerationAndPlan) {
+  const Arch arch = Arch::Sm90();
+  const FilterParams c{DType::kF32, 512, 2, 11, 2};
+  EXPECT_EQ(Config(c).Id(), "filter_f32_b512_u2_r11_s2");
+  EXPECT_EQ(Config(c).KernelKey(), "filter_f32_b512_u2_r11");
+  EXPECT_EQ(c.tile(), 4096);
+  EXPECT_EQ(FilterParams({DType::kF32, 512, 2, 11, 1}).capacity(100), 100 + 4096);
+  EXPECT_EQ(c.capacity(2048), 8192);  // capped at 16 per thread
+  EXPECT_TRUE(ValidateFor(c, arch, Prob(DType::kF32, 64, 32768, 2048)).ok());
+  // k + a step beyond what the threads hold.
+  EXPECT_NE(ValidateFor(c, arch, Prob(DType::kF32, 64, 32768, 5000)).where().find("constraint capacity"),
+            std::string::npos);
+  auto broken = [&](auto f) {
+    FilterParams x = c;
+    f(x);
+    return Validate(x, arch).where();
+  };
+  EXPECT_EQ(broken([](FilterParams& x) { x.radix_bits = 9; }), "constraint radix");
+  EXPECT_EQ(broken([](FilterParams& x) { x.unroll = 5; }), "constraint unroll");
+  EXPECT_EQ(broken([](FilterParams& x) { x.slack = 0; }), "constraint slack");
+  EXPECT_EQ(broken([](FilterParams& x) { x.block_threads = 32; }), "constraint block");
+  Arch small = arch;
+  small.max_smem_optin = 48 * 1024;
+  EXPECT_EQ(ValidateFor(FilterParams{DType::kF32, 1024, 2, 11, 2}, small, Prob(DType::kF32, 4, 65536, 2048)).where(),
+            "constraint smem");
+  // Enumeration and the plan.
+  SpaceOptions only;
+  only.families = {"filter"};
+  EXPECT_FALSE(Enumerate(Prob(DType::kBF16, 128, 201088, 64), arch, only).empty());
+  EXPECT_TRUE(Enumerate(Prob(DType::kF32, 4096, 256, 8), arch, only).empty());
+  for (const Config& x : Enumerate(Prob(DType::kF32, 128, 131072, 2048), arch, only))
+    EXPECT_TRUE(ValidateFor(x, arch, Prob(DType::kF32, 128, 131072, 2048)).ok()) << x.Id();
+  const Stage s = PlanLaunch(c, Prob(DType::kF32, 64, 32768, 2048), arch).stages.at(0);
+  EXPECT_EQ(s.Grid(64), 64u);
+  EXPECT_EQ(s.block, 512u);
+  EXPECT_EQ(s.args.buffer, 8192);
+  EXPECT_EQ(s.smem_bytes, 2048 * 4 + s.args.buffer * 8);
+  EXPECT_EQ(s.args.smem_bytes, s.smem_bytes);
+  // Never the default (not measured to be one).
+  EXPECT_NE(DefaultConfig(Prob(DType::kF32, 128, 131072, 2048), arch).family, "filter");
+  const KernelSource src = GenerateSource(c);
+  EXPECT_EQ(src.name_expression, "topk::filter_kernel<topk::filter::Policy<0, 512, 2, 11>>");
+  EXPECT_NE(src.text.find("#include \"topk/filter/filter_select.cuh\""), std::string::npos);
 }
 
 TEST(ProblemTest, ValidateNamesTheField) {

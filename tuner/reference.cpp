@@ -197,13 +197,17 @@ const char* DistName(Dist d) {
     case Dist::kSorted: return "sorted";
     case Dist::kReversed: return "reversed";
     case Dist::kLogits: return "logits";
+    case Dist::kShifted: return "shifted";
+    case Dist::kPlateau: return "plateau";
+    case Dist::kDistinct16: return "distinct16";
   }
   return "unknown";
 }
 
 std::vector<Dist> AllDists() {
   return {Dist::kNormal,  Dist::kUniform, Dist::kAllEqual, Dist::kFewDistinct, Dist::kTiesAtK,
-          Dist::kSpecial, Dist::kSorted,  Dist::kReversed, Dist::kLogits};
+          Dist::kSpecial, Dist::kSorted,  Dist::kReversed, Dist::kLogits, Dist::kShifted, Dist::kPlateau,
+          Dist::kDistinct16};
 }
 
 StatusOr<Dist> ParseDist(const std::string& name) {
@@ -233,6 +237,9 @@ void Fill(HostMatrix* m, Dist dist, uint64_t seed, int64_t k) {
           if (rng.below(1000) == 0) v += 10.0f + static_cast<float>(rng.uniform() * 10.0);
           break;
         case Dist::kSpecial: v = static_cast<float>(rng.normal()); break;
+        case Dist::kShifted: v = static_cast<float>(rng.normal() + 100.0); break;
+        case Dist::kPlateau: v = std::max(0.0f, static_cast<float>(rng.normal() - 0.52)); break;
+        case Dist::kDistinct16: v = static_cast<float>(static_cast<int>(rng.below(16)) - 8) * 0.25f; break;
       }
       m->set_float(r, c, v);
       if (dist != Dist::kSpecial) continue;

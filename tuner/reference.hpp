@@ -51,6 +51,9 @@ enum class Dist {
   kSorted,       // ascending
   kReversed,     // descending
   kLogits,       // bf16-like vocabulary logits: heavy right tail
+  kShifted,      // normal + 100: every key shares its top bits
+  kPlateau,      // ReLU(normal - 0.52): about 70% exact zeros
+  kDistinct16,   // 16 distinct values
 };
 const char* DistName(Dist d);
 StatusOr<Dist> ParseDist(const std::string& name);

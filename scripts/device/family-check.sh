@@ -9,7 +9,10 @@
 #   3. the Python 1000-problem check against torch.topk;
 #   4. a cache written by the CLI built before the change ($B/bin/*-old),
 #      read by this build: show, verify (winners re-checked), and dispatch
-#      through the Python package.
+#      through the Python package;
+#   5. (filter) the eight shapes on normal, shifted (+100), plateau (70%
+#      zeros) and 16-valued inputs: the radix winner against filter-family
+#      variants, each verified exact first, in the same run.
 # Logs under $OUT; the summary is printed.
 #   scripts/device/family-check.sh [probe] [tests] [python] [legacy]   (default: all)
 set -uo pipefail
@@ -30,7 +33,9 @@ run() {  # run NAME TIMEOUT CMD...: output to $OUT/NAME.log, its tail to the sum
   return $rc
 }
 stages=("$@")
-[[ ${#stages[@]} -eq 0 ]] && stages=(probe tests python legacy)
+[[ ${#stages[@]} -eq 0 ]] && stages=(probe tests python legacy filter)
+FILTERS_F32=${FILTERS_F32:-"filter_f32_b512_u2_r11_s2 filter_f32_b512_u1_r8_s4 filter_f32_b256_u2_r11_s4 filter_f32_b1024_u1_r11_s2"}
+FILTERS_BF16=${FILTERS_BF16:-"filter_bf16_b512_u1_r11_s2 filter_bf16_b512_u2_r8_s2 filter_bf16_b256_u2_r11_s4 filter_bf16_b1024_u1_r11_s2"}
 
 # shape|winner id (docs/PERFORMANCE.md's issue-6 table; ids of the earlier
 # release, which both probes parse)
@@ -94,6 +99,25 @@ for dt, b, n, k, values in (('f32', 64, 4096, 128, False), ('f32', 4096, 256, 8,
       else
         log "missing $B/bin/topk-tune-old: legacy stage skipped"
       fi ;;
+    filter)
+      for pair in "${PAIRS[@]}"; do
+        shape=${pair%%|*} id=${pair##*|}
+        base=${shape%%:dist=*}
+        ids=(--variant "$id")
+        if [[ $shape == bf16* ]]; then fl=$FILTERS_BF16; else fl=$FILTERS_F32; fi
+        for f in $fl; do ids+=(--variant "$f"); done
+        args=()
+        for d in normal shifted plateau distinct16; do
+          dd=$d
+          [[ $d == normal && $shape == *dist=logits* ]] && dd=logits
+          args+=(--shape "$base:dist=$dd")
+        done
+        timeout 300 "$B/bin/topk-probe" "${args[@]}" "${ids[@]}" --cubins /tmp/topk-tests/cubins-topk-probe \
+          >>"$OUT/filter.log" 2>&1
+        echo "rc=$?" >>"$OUT/filter.log"
+      done
+      log "--- filter family against the radix winners (us)"
+      grep -E "^\S|  \S+ +[0-9.]+ us|WRONG|compile" "$OUT/filter.log" | grep -vE "^device|^rc=0" | head -150 >>"$SUMMARY" ;;
     *) log "unknown stage $stage" ;;
   esac
 done

@@ -12,6 +12,11 @@
 // Capacity of the rank list (candidates ranked directly in the last step).
 #define TOPK_RANK_CAP 256
 
+// Candidates per thread the filter family's list may hold
+// (templates/topk/filter/filter_select.cuh): its capacity is at most this
+// many times the block size.
+#define TOPK_FILTER_MAX_ITEMS 16
+
 // Whether a one-CTA kernel's first pass captures candidates speculatively
 // (RowSelect, radix_select.cuh): a buffer of at least 512 with room for
 // k + k/4 + 64 of them. The runtime's buffer adaptation uses the same rule.

@@ -1,0 +1,162 @@
+#include "generator/filter.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "topk/args.h"
+
+namespace topk::gen {
+namespace {
+
+Status Broken(const std::string& constraint, const std::string& what) {
+  return Status(Code::kInvalidArgument, "constraint " + constraint, what);
+}
+
+const std::vector<ParamSpec>& Specs() {
+  static const std::vector<ParamSpec> specs = {
+      {"block_threads", "b", "threads per CTA (one CTA per row)", {256, 512, 1024}, true},
+      {"unroll", "u", "16-byte loads per thread per step of the row", {1, 2}, true},
+      {"radix_bits", "r", "digit width of the exact select that cuts the candidate list", {8, 11}, true},
+      {"slack", "s", "steps of the row the candidate list holds beyond k (more: fewer cuts)", {1, 2, 4}, false},
+  };
+  return specs;
+}
+
+class Filter final : public Family {
+ public:
+  const std::string& name() const override {
+    static const std::string n = "filter";
+    return n;
+  }
+  const std::string& summary() const override {
+    static const std::string s =
+        "one read of the row, a running threshold, an exact cut of the candidates: robust to the value distribution";
+    return s;
+  }
+  const std::vector<ParamSpec>& params() const override { return Specs(); }
+
+  Status Validate(const Config& cfg, const Arch& arch) const override {
+    const FilterParams c = FilterParams::Of(cfg);
+    TOPK_RETURN_IF_ERROR(ValidateBlock(c.block_threads, arch));
+    if (c.block_threads < 64) return Broken("block", "the filter family needs at least 64 threads");
+    if (c.unroll < 1 || c.unroll > 4)
+      return Broken("unroll", "unroll must be 1, 2, 3 or 4, got " + std::to_string(c.unroll));
+    if (c.radix_bits != 8 && c.radix_bits != 11)
+      return Broken("radix", "radix_bits must be 8 or 11, got " + std::to_string(c.radix_bits));
+    if (c.slack < 1 || c.slack > 16) return Broken("slack", "slack must be in [1, 16], got " + std::to_string(c.slack));
+    if (c.tile() > c.max_capacity())
+      return Broken("capacity", "a step of " + std::to_string(c.tile()) + " elements exceeds the list's " +
+                                    std::to_string(c.max_capacity()));
+    return Status::Ok();
+  }
+
+  Status ValidateFor(const Config& cfg, const Arch& arch, const Problem& p) const override {
+    const FilterParams c = FilterParams::Of(cfg);
+    if (p.k + c.tile() > c.max_capacity())
+      return Broken("capacity", "k " + std::to_string(p.k) + " plus a step of " + std::to_string(c.tile()) +
+                                    " elements exceeds the list's " + std::to_string(c.max_capacity()) +
+                                    " (fewer threads per step, or more threads)");
+    const int smem = c.smem_bytes(p.k) + arch.static_smem_reserve;
+    if (smem > arch.max_smem_optin)
+      return Broken("smem", "shared memory " + std::to_string(smem) + " B exceeds " + arch.Name() + "'s " +
+                                std::to_string(arch.max_smem_optin) + " B per block");
+    return Status::Ok();
+  }
+
+  std::vector<Config> Enumerate(const Problem& p, const Arch& arch, const SpaceOptions& opts) const override {
+    (void)opts;
+    std::vector<Config> out;
+    if (p.n <= 512) return out;  // rows a warp holds: the warp family's
+    for (int b : Specs()[0].values)
+      for (int u : Specs()[1].values)
+        for (int r : Specs()[2].values)
+          for (int s : Specs()[3].values) {
+            Config c = FilterParams{p.dtype, b, u, r, s}.ToConfig();
+            if (Validate(c, arch).ok() && ValidateFor(c, arch, p).ok()) out.push_back(std::move(c));
+          }
+    return out;
+  }
+
+  std::vector<Config> EnumerateKernels(DType dtype, const Arch& arch) const override {
+    std::vector<Config> out;
+    for (int b : Specs()[0].values)
+      for (int u : Specs()[1].values)
+        for (int r : Specs()[2].values) {
+          Config c = FilterParams{dtype, b, u, r, 1}.ToConfig();
+          if (Validate(c, arch).ok()) out.push_back(std::move(c));
+        }
+    return out;
+  }
+
+  // Not the default until measured to be one.
+  std::optional<Config> Default(const Problem& p, const Arch& arch) const override {
+    (void)p, (void)arch;
+    return std::nullopt;
+  }
+
+  std::string KernelKey(const Config& cfg) const override {
+    const FilterParams c = FilterParams::Of(cfg);
+    std::ostringstream s;
+    s << "filter_" << DTypeName(c.dtype) << "_b" << c.block_threads << "_u" << c.unroll << "_r" << c.radix_bits;
+    return s.str();
+  }
+
+  std::vector<KernelSource> Sources(const Config& cfg) const override {
+    const FilterParams c = FilterParams::Of(cfg);
+    std::ostringstream pol;
+    pol << "topk::filter::Policy<" << static_cast<int>(c.dtype) << ", " << c.block_threads << ", " << c.unroll << ", "
+        << c.radix_bits << ">";
+    KernelSource s;
+    s.key = KernelKey(cfg);
+    s.file_name = s.key + ".cu";
+    s.name_expression = "topk::filter_kernel<" + pol.str() + ">";
+    std::ostringstream t;
+    t << "// Generated by topk-tune: kernel " << s.key << ".\n"
+      << "#include \"topk/filter/filter_select.cuh\"\n\n"
+      << "namespace topk_generated {\n"
+      << "using P = " << pol.str() << ";\n"
+      << "static_assert(P::kHistSmem == " << c.hist_smem_bytes()
+      << ", \"host and template disagree on the histogram shared memory\");\n"
+      << "static_assert(P::kTile == " << c.tile() << ", \"host and template disagree on the step\");\n"
+      << "static_assert(sizeof(TopkArgs) == " << TOPK_ARGS_SIZE << ", \"TopkArgs layout\");\n"
+      << "}  // namespace topk_generated\n\n"
+      << "template __global__ void " << s.name_expression << "(TopkArgs);\n";
+    s.text = t.str();
+    return {FinishSource(std::move(s))};
+  }
+
+  LaunchPlan Plan(const Config& cfg, const Problem& p, const Arch& arch, int max_cache_keys) const override {
+    (void)arch, (void)max_cache_keys;
+    const FilterParams c = FilterParams::Of(cfg);
+    Stage s;
+    s.block = static_cast<unsigned>(c.block_threads);
+    s.args.buffer = c.capacity(p.k);
+    s.smem_bytes = c.smem_bytes(p.k);
+    s.args.smem_bytes = s.smem_bytes;
+    return LaunchPlan{{s}};
+  }
+};
+
+}  // namespace
+
+FilterParams FilterParams::Of(const Config& c) {
+  return FilterParams{c.dtype, c.Get("block_threads"), c.Get("unroll"), c.Get("radix_bits"), c.Get("slack")};
+}
+
+Config FilterParams::ToConfig() const {
+  Config c;
+  c.family = "filter";
+  c.dtype = dtype;
+  c.params = {{"block_threads", block_threads}, {"unroll", unroll}, {"radix_bits", radix_bits}, {"slack", slack}};
+  return c;
+}
+
+int FilterParams::max_capacity() const { return TOPK_FILTER_MAX_ITEMS * block_threads; }
+
+int FilterParams::capacity(int64_t k) const {
+  return static_cast<int>(std::min<int64_t>(max_capacity(), k + static_cast<int64_t>(slack) * tile()));
+}
+
+std::shared_ptr<const Family> MakeFilterFamily() { return std::make_shared<Filter>(); }
+
+}  // namespace topk::gen

@@ -1,0 +1,36 @@
+// The filter family: one CTA per row reads the row once and keeps the
+// elements above a running threshold in shared memory, cutting the list back
+// to k by an exact select when it fills (templates/topk/filter/). Robust to
+// shifted and few-valued inputs, where a digit-by-digit radix select is not.
+#pragma once
+
+#include <memory>
+
+#include "generator/family.hpp"
+
+namespace topk::gen {
+
+// A filter-family config with named fields.
+struct FilterParams {
+  DType dtype = DType::kF32;
+  int block_threads = 512;  // [code] 256..1024
+  int unroll = 2;           // [code] 16-byte loads per thread per step of the row
+  int radix_bits = 11;      // [code] digit width of the exact select that cuts the list
+  int slack = 2;            // steps of the row the list holds beyond k (capacity, a launch argument)
+
+  static FilterParams Of(const Config& c);
+  Config ToConfig() const;
+  operator Config() const { return ToConfig(); }  // NOLINT(google-explicit-constructor)
+
+  int vec() const { return 16 / DTypeSize(dtype); }
+  int tile() const { return block_threads * vec() * unroll; }  // elements per step
+  int max_capacity() const;                                    // what the threads can hold while cutting
+  // Candidate capacity for k: k + slack steps, at most max_capacity().
+  int capacity(int64_t k) const;
+  int hist_smem_bytes() const { return (1 << radix_bits) * 4; }
+  int smem_bytes(int64_t k) const { return hist_smem_bytes() + capacity(k) * 8; }
+};
+
+std::shared_ptr<const Family> MakeFilterFamily();
+
+}  // namespace topk::gen
