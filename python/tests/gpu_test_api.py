@@ -109,7 +109,8 @@ class ApiTest(unittest.TestCase):
         x3 = x.reshape(2, 2, 1000)
         a = topk_tune.topk(x3, 8, lengths=ln, library=self.lib)
         b = topk_tune.topk(x3, 8, lengths=ln.reshape(2, 2), library=self.lib)
-        self.assertTrue(torch.equal(a.indices, b.indices))
+        # Unsorted results may list the same set in another order.
+        self.assertTrue(torch.equal(a.indices.sort(-1).values, b.indices.sort(-1).values))
         self.assertEqual(tuple(a.indices.shape), (2, 2, 8))
 
         def error(fn):
