@@ -99,9 +99,10 @@ for dt, b, n, k, values in (('f32', 64, 4096, 128, False), ('f32', 4096, 256, 8,
       else
         log "missing $B/bin/topk-tune-old: legacy stage skipped"
       fi ;;
-    filter)
+    filter)  # ONLY=REGEX limits the shapes
       for pair in "${PAIRS[@]}"; do
         shape=${pair%%|*} id=${pair##*|}
+        [[ -n "${ONLY:-}" && ! $shape =~ $ONLY ]] && continue
         base=${shape%%:dist=*}
         ids=(--variant "$id")
         if [[ $shape == bf16* ]]; then fl=$FILTERS_BF16; else fl=$FILTERS_F32; fi

@@ -177,6 +177,37 @@ struct RowFilter {
     *open = ctl->open != 0;
   }
 
+  // This thread's 16-byte loads of the step starting at vector v0.
+  __device__ __forceinline__ static void load_step(const uint4* body, int v0, int nvec, uint4 (&q)[P::kUnroll]) {
+#pragma unroll
+    for (int u = 0; u < P::kUnroll; ++u) {
+      const int v = v0 + u * T + static_cast<int>(threadIdx.x);
+      q[u] = v < nvec ? body[v] : make_uint4(0u, 0u, 0u, 0u);
+    }
+  }
+
+  // One step of the row: room in the list, then the survivors appended.
+  __device__ __forceinline__ void filter_step(const uint4 (&q)[P::kUnroll], int v0, int nvec, int col0, int k,
+                                              u32* threshold, bool* open) {
+    make_room(k, P::kTile, threshold, open);
+    u32 key[P::kUnroll * V];
+    int col[P::kUnroll * V];
+    bool valid[P::kUnroll * V];
+#pragma unroll
+    for (int u = 0; u < P::kUnroll; ++u) {
+      const int v = v0 + u * T + static_cast<int>(threadIdx.x);
+      const u32 w[4] = {q[u].x, q[u].y, q[u].z, q[u].w};
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        const u32 raw = KB == 32 ? w[e] : (w[e / 2] >> (16 * (e % 2))) & 0xffffu;
+        key[u * V + e] = K::key_flip(raw, flip);
+        col[u * V + e] = col0 + v * V + e;
+        valid[u * V + e] = v < nvec;
+      }
+    }
+    append(key, col, valid, *threshold, *open);
+  }
+
   __device__ void run(const TopkArgs& a, unsigned char* smem, Control* control) {
     const int rowi = blockIdx.x;
     const bool values = (a.flags & TOPK_FLAG_VALUES) != 0 && a.out_val != nullptr;
@@ -237,31 +268,21 @@ struct RowFilter {
       }
       append(key, col, valid, threshold, open);
     }
+    // Two steps in flight: the next step's loads are issued before this
+    // step waits at its barriers and appends (one row per SM needs about
+    // 32 KB in flight to approach its share of HBM bandwidth).
     const uint4* body = reinterpret_cast<const uint4*>(row + range.start + head);
-    for (int v0 = 0; v0 < nvec; v0 += T * P::kUnroll) {
-      uint4 q[P::kUnroll];
-#pragma unroll
-      for (int u = 0; u < P::kUnroll; ++u) {
-        const int v = v0 + u * T + static_cast<int>(threadIdx.x);
-        q[u] = v < nvec ? body[v] : make_uint4(0u, 0u, 0u, 0u);
-      }
-      make_room(k, P::kTile, &threshold, &open);
-      u32 key[P::kUnroll * V];
-      int col[P::kUnroll * V];
-      bool valid[P::kUnroll * V];
-#pragma unroll
-      for (int u = 0; u < P::kUnroll; ++u) {
-        const int v = v0 + u * T + static_cast<int>(threadIdx.x);
-        const u32 w[4] = {q[u].x, q[u].y, q[u].z, q[u].w};
-#pragma unroll
-        for (int e = 0; e < V; ++e) {
-          const u32 raw = KB == 32 ? w[e] : (w[e / 2] >> (16 * (e % 2))) & 0xffffu;
-          key[u * V + e] = K::key_flip(raw, flip);
-          col[u * V + e] = range.start + head + v * V + e;
-          valid[u * V + e] = v < nvec;
-        }
-      }
-      append(key, col, valid, threshold, open);
+    constexpr int kStepVecs = T * P::kUnroll;
+    const int col0 = range.start + head;
+    uint4 qa[P::kUnroll], qb[P::kUnroll];
+    load_step(body, 0, nvec, qa);
+    for (int v0 = 0; v0 < nvec; v0 += 2 * kStepVecs) {
+      const int v1 = v0 + kStepVecs;
+      if (v1 < nvec) load_step(body, v1, nvec, qb);
+      filter_step(qa, v0, nvec, col0, k, &threshold, &open);
+      if (v1 >= nvec) break;
+      if (v1 + kStepVecs < nvec) load_step(body, v1 + kStepVecs, nvec, qa);
+      filter_step(qb, v1, nvec, col0, k, &threshold, &open);
     }
     __syncthreads();
     if (ctl->count > k) cut(k);
