@@ -10,6 +10,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -94,6 +95,72 @@ Status CheckSqliteHeader(const std::string& path, const char* where) {
     return DataLoss(where, "'" + path + "' is not an SQLite database (no 'SQLite format 3' header); left untouched");
   }
   return Status::Ok();
+}
+
+// Whether the file's header says WAL mode (bytes 18 and 19, the write and
+// read format versions, are 2; 1 is the rollback journal). An empty file or
+// one too short to say is not.
+bool HeaderSaysWal(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char head[20] = {};
+  in.read(head, sizeof head);
+  return in.gcount() == sizeof head && head[18] == 2 && head[19] == 2;
+}
+
+// The SQLite URI of a file-system path: every byte outside the unreserved
+// set is percent-encoded, so that nothing in a path ('?', '#', '%', a
+// leading "file:" or ":memory:") is read as URI syntax. An absolute path
+// gets an empty authority ("file:///a/b"), so "//x" cannot name a host.
+std::string FileUri(const std::string& path, const std::string& query) {
+  static const char* const kHex = "0123456789ABCDEF";
+  std::string uri = path.empty() || path[0] != '/' ? "file:" : "file://";
+  for (const unsigned char ch : path) {
+    if (std::isalnum(ch) || ch == '/' || ch == '.' || ch == '_' || ch == '-' || ch == '~') {
+      uri += static_cast<char>(ch);
+    } else {
+      uri += '%';
+      uri += kHex[ch >> 4];
+      uri += kHex[ch & 15];
+    }
+  }
+  if (!query.empty()) uri += "?" + query;
+  return uri;
+}
+
+// Whether this process may write both the file and its directory (where
+// SQLite keeps the -wal and -shm files). access(2) also answers EROFS for a
+// read-only mount.
+bool CanWriteFileAndDir(const std::string& path) {
+  fs::path dir = fs::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  return ::access(path.c_str(), W_OK) == 0 && ::access(dir.c_str(), W_OK) == 0;
+}
+
+// How a read-only open reaches the file. Each leaves nothing beside a file
+// that it did not find there:
+//   kShared     a -wal file exists: another connection has the file open
+//               (or one stopped without cleaning up). mode=ro shares its WAL
+//               and shared memory, so every committed row is seen.
+//   kNoWrites   a WAL file with no -wal, in a folder we may write: an
+//               ordinary connection with query_only set. SQLite makes the
+//               -wal and -shm files while it is open and, as the last
+//               connection, removes them at close (a read-only connection
+//               could not, and would leave them behind). A writer that
+//               starts meanwhile shares them and sees this reader.
+//   kImmutable  a WAL file with no -wal that we may not write (read-only
+//               folder or mount, write-protected file): without a -wal
+//               every commit is in the main file, and immutable=1 reads it
+//               with no lock and no -shm. The price: a writer (someone with
+//               write permission) that starts later is not seen.
+//   kRollback   a rollback-journal file: mode=ro takes shared locks and
+//               creates nothing.
+enum class ReadAccess { kShared, kNoWrites, kImmutable, kRollback };
+
+ReadAccess ChooseReadAccess(const std::string& path) {
+  std::error_code ec;
+  if (fs::exists(path + "-wal", ec)) return ReadAccess::kShared;
+  if (!HeaderSaysWal(path)) return ReadAccess::kRollback;
+  return CanWriteFileAndDir(path) ? ReadAccess::kNoWrites : ReadAccess::kImmutable;
 }
 
 // PRAGMA integrity_check / quick_check: Ok, or kDataLoss with the first
@@ -627,6 +694,9 @@ class SqliteCache final : public Cache {
   Status ExportJsonl(const std::string& out_path, bool include_binaries) const override {
     return Locked("ExportJsonl", [&]() -> Status { return Export(out_path, include_binaries); });
   }
+  Status WriteJsonl(std::ostream& out, bool include_binaries) const override {
+    return Locked("WriteJsonl", [&]() -> Status { return WriteRows(out, include_binaries, "the output stream"); });
+  }
 
   Status ImportJsonl(const std::string& in_path) override {
     return Locked("ImportJsonl", [&]() -> Status { return Import(in_path); });
@@ -1144,6 +1214,15 @@ class SqliteCache final : public Cache {
     }
   }
 
+  // Every row as one JSON line; `what` names the destination in errors.
+  Status WriteRows(std::ostream& out, bool include_binaries, const std::string& what) const {
+    return ForEachRowUnlocked(include_binaries, [&](const json& row) -> Status {
+      out << Dump(row) << '\n';
+      if (!out) return Unavailable("ExportJsonl", "write to " + what + " failed");
+      return Status::Ok();
+    });
+  }
+
   Status Export(const std::string& out_path, bool include_binaries) const {
     const fs::path target(out_path);
     std::error_code ec;
@@ -1160,11 +1239,7 @@ class SqliteCache final : public Cache {
     Status s = [&]() -> Status {
       std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
       if (!out) return Unavailable("ExportJsonl", "cannot write '" + tmp + "'");
-      TOPK_RETURN_IF_ERROR(ForEachRowUnlocked(include_binaries, [&](const json& row) -> Status {
-        out << Dump(row) << '\n';
-        if (!out) return Unavailable("ExportJsonl", "write to '" + tmp + "' failed");
-        return Status::Ok();
-      }));
+      TOPK_RETURN_IF_ERROR(WriteRows(out, include_binaries, "'" + tmp + "'"));
       out.close();
       if (!out) return Unavailable("ExportJsonl", "closing '" + tmp + "' failed");
       fs::rename(tmp, target, ec);
@@ -1209,6 +1284,13 @@ class SqliteCache final : public Cache {
 StatusOr<std::unique_ptr<SqliteCache>> SqliteCache::OpenFile(const std::string& path, bool read_only) {
   const char* where = read_only ? "Cache::OpenReadOnly" : "Cache::Open";
   if (path.empty()) return InvalidArgument(where, "empty cache path");
+  // SQLite reads these as its in-memory database or as URIs; a cache is a
+  // file (an in-memory one would take every write and keep none).
+  if (path == ":memory:" || path.rfind("file:", 0) == 0) {
+    return InvalidArgument(where, "'" + path +
+                                      "' is an SQLite in-memory database or URI, not a file path: a tuning cache "
+                                      "must be a file");
+  }
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
   if (fs::exists(st)) {
@@ -1224,12 +1306,22 @@ StatusOr<std::unique_ptr<SqliteCache>> SqliteCache::OpenFile(const std::string& 
     }
   }
 
-  sqlite3* raw = nullptr;
   // NOMUTEX: SqliteCache serializes its own calls, so SQLite's per-call
-  // connection mutex would only add cost.
-  const int flags =
-      (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX;
-  const int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
+  // connection mutex would only add cost. The path always goes in as a URI
+  // of its own bytes (FileUri), whatever SQLite's URI default.
+  std::string uri = FileUri(path, "");
+  int flags = SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX;
+  const ReadAccess access = read_only ? ChooseReadAccess(path) : ReadAccess::kNoWrites;
+  if (!read_only) {
+    flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+  } else if (access == ReadAccess::kNoWrites) {
+    flags |= SQLITE_OPEN_READWRITE;  // never CREATE; writes are refused below
+  } else {
+    flags |= SQLITE_OPEN_READONLY;
+    uri = FileUri(path, access == ReadAccess::kImmutable ? "immutable=1" : "mode=ro");
+  }
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(uri.c_str(), &raw, flags, nullptr);
   DbPtr db(raw);  // sqlite3_open_v2 allocates a handle even when it fails
   if (rc != SQLITE_OK) {
     Status s = SqliteError(db.get(), rc, "sqlite3_open_v2").WithContext("cannot open cache '" + path + "'");
@@ -1245,6 +1337,11 @@ StatusOr<std::unique_ptr<SqliteCache>> SqliteCache::OpenFile(const std::string& 
       return Status::Ok();
     }();
     if (!s.ok()) return with_path(s);
+  }
+  // A read-only cache on a read-write connection: SQLite itself refuses
+  // any write, on top of SqliteCache's own check.
+  if (read_only && access == ReadAccess::kNoWrites) {
+    if (Status s = Exec(db.get(), "PRAGMA query_only = 1"); !s.ok()) return with_path(s);
   }
 
   // Look before touching anything: the version decides whether we may write.

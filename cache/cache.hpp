@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <memory>
 #include <optional>
 #include <string>
@@ -154,7 +155,18 @@ class Cache {
   // Opens read-only (never creates or migrates; an older schema is read as
   // is when compatible: a version-1 file reads with zero p10/p90/min and no
   // baselines). A missing file is kNotFound; writes return
-  // kFailedPrecondition.
+  // kFailedPrecondition. Works where nothing may be written (a read-only
+  // folder, mount or file) and leaves no -wal / -shm file beside the cache
+  // that was not there before; never changes the journal mode. How: a file
+  // another connection has open (its -wal exists) is shared read-only, so
+  // its commits are seen; a WAL file nobody has open is read through an
+  // ordinary connection that SQLite itself refuses to write (query_only),
+  // whose -wal / -shm files SQLite removes at close, or, where the file or
+  // folder is not writable, with immutable=1 (no locks, no files; a writer
+  // that starts later is not seen by this reader).
+  //
+  // Both opens refuse "" and SQLite's special names (":memory:", "file:"
+  // URIs) with kInvalidArgument: a cache is a file path, taken literally.
   static StatusOr<std::unique_ptr<Cache>> OpenReadOnly(const std::string& path);
   virtual ~Cache() = default;
 
@@ -226,6 +238,13 @@ class Cache {
   // beside out_path and renamed into place, so a failed export leaves no
   // partial file.
   virtual Status ExportJsonl(const std::string& out_path, bool include_binaries) const = 0;
+  // The same lines written to `out` (the caller owns where they go and how
+  // a failure is cleaned up). Added after the first interface: a default
+  // body keeps test doubles compiling.
+  virtual Status WriteJsonl(std::ostream& out, bool include_binaries) const {
+    (void)out, (void)include_binaries;
+    return Status(Code::kUnimplemented, "Cache::WriteJsonl", "not implemented by this cache");
+  }
   // Import reads that format. Rows already present are kept; on a conflict
   // the Merge rule applies (a strictly newer measurement, winner or baseline
   // replaces the stored one). All lines go in one transaction: a malformed

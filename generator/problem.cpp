@@ -62,9 +62,14 @@ Status Problem::Validate() const {
 
 std::string DefaultCachePath() {
   if (const char* p = std::getenv("TOPK_TUNE_DB"); p && *p) return p;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/topk-tune/tuning.db";
+  // The XDG base-directory spec: a relative XDG_CACHE_HOME is invalid and
+  // must be ignored (it would put the cache wherever the process happens to
+  // run).
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && x[0] == '/') return std::string(x) + "/topk-tune/tuning.db";
   if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/topk-tune/tuning.db";
-  return "topk-tune-tuning.db";
+  // No location: a file in the current directory would scatter caches over
+  // every directory a job starts in. The caller asks for a path instead.
+  return "";
 }
 
 }  // namespace topk

@@ -279,12 +279,25 @@ TEST(CApiTest, DefaultCachePathFollowsTheEnvironment) {
     EXPECT_EQ(DefaultPath(), "/home/u/.cache/topk-tune/tuning.db");
   }
   {
+    // A relative XDG_CACHE_HOME is invalid (XDG base-directory spec).
+    ScopedEnv db("TOPK_TUNE_DB", nullptr);
+    ScopedEnv xdg("XDG_CACHE_HOME", "relative/cache");
+    ScopedEnv home("HOME", "/home/u");
+    EXPECT_EQ(DefaultPath(), "/home/u/.cache/topk-tune/tuning.db");
+  }
+  {
+    // No location at all: empty, never a file in the current directory.
     ScopedEnv db("TOPK_TUNE_DB", nullptr);
     ScopedEnv xdg("XDG_CACHE_HOME", "");
     ScopedEnv home("HOME", nullptr);
-    const std::string p = DefaultPath();
-    EXPECT_FALSE(p.empty());
-    EXPECT_EQ(p, topk::DefaultCachePath());
+    EXPECT_EQ(DefaultPath(), "");
+    EXPECT_EQ(topk::DefaultCachePath(), "");
+  }
+  {
+    ScopedEnv db("TOPK_TUNE_DB", nullptr);
+    ScopedEnv xdg("XDG_CACHE_HOME", "cache");
+    ScopedEnv home("HOME", nullptr);
+    EXPECT_EQ(DefaultPath(), "");
   }
 }
 

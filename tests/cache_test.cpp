@@ -581,6 +581,141 @@ TEST(CacheTest, ReadOnlyCacheRefusesWrites) {
   EXPECT_EQ(*(*ro)->CountMeasurements(), 2);
 }
 
+bool HasSideFiles(const std::string& path) {
+  for (const char* suffix : {"-wal", "-shm", "-journal"})
+    if (fs::exists(path + suffix)) return true;
+  return false;
+}
+
+TEST(CacheTest, ReadOnlyOpenLeavesNoFilesAndChangesNothing) {
+  const std::string path = TempPath("ro_nofiles.db");
+  {
+    auto c = OpenOrDie(path);
+    ASSERT_TRUE(c);
+    Populate(*c, "gpu-a");
+  }
+  ASSERT_FALSE(HasSideFiles(path));
+  const std::string before = ReadFile(path);
+  const auto mtime = fs::last_write_time(path);
+  {
+    auto ro = Cache::OpenReadOnly(path);
+    ASSERT_TRUE(ro.ok()) << ro.status().ToString();
+    EXPECT_EQ(*(*ro)->CountMeasurements(), 2);
+    EXPECT_TRUE((*ro)->Winners("").ok());
+    EXPECT_TRUE((*ro)->IntegrityCheck().ok());
+    // Export reads every table.
+    EXPECT_TRUE((*ro)->ExportJsonl(TempPath("ro_nofiles.jsonl"), true).ok());
+  }
+  EXPECT_FALSE(HasSideFiles(path));
+  EXPECT_EQ(ReadFile(path), before);
+  EXPECT_EQ(fs::last_write_time(path), mtime);
+  // The journal mode stays what the writer set.
+  EXPECT_EQ(RawQuery(path, "PRAGMA journal_mode"), "wal");
+}
+
+TEST(CacheTest, ReadOnlyOpenOfWriteProtectedFile) {
+  const std::string dir = TempPath("ro_file_dir");
+  fs::create_directories(dir);
+  const std::string path = dir + "/tuning.db";
+  {
+    auto c = OpenOrDie(path);
+    ASSERT_TRUE(c);
+    Populate(*c, "gpu-a");
+  }
+  fs::permissions(path, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  {
+    auto ro = Cache::OpenReadOnly(path);
+    ASSERT_TRUE(ro.ok()) << ro.status().ToString();
+    EXPECT_EQ(*(*ro)->CountMeasurements(), 2);
+  }
+  EXPECT_FALSE(HasSideFiles(path));
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
+}
+
+TEST(CacheTest, ReadOnlyOpenInWriteProtectedDirectory) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root ignores directory permissions";
+  const std::string dir = TempPath("ro_dir");
+  fs::create_directories(dir);
+  const std::string path = dir + "/tuning.db";
+  {
+    auto c = OpenOrDie(path);
+    ASSERT_TRUE(c);
+    Populate(*c, "gpu-a");
+  }
+  fs::permissions(dir, fs::perms::owner_read | fs::perms::owner_exec);
+  {
+    auto ro = Cache::OpenReadOnly(path);
+    ASSERT_TRUE(ro.ok()) << ro.status().ToString();
+    EXPECT_EQ(*(*ro)->CountMeasurements(), 2);
+    auto w = (*ro)->Winners("");
+    EXPECT_TRUE(w.ok()) << w.status().ToString();
+    // Merge reads its input the same way.
+    auto into = OpenOrDie(TempPath("ro_dir_into.db"));
+    ASSERT_TRUE(into);
+    EXPECT_TRUE(into->Merge(path).ok());
+    EXPECT_EQ(*into->CountMeasurements(), 2);
+  }
+  // An older schema reads there too, without a migration.
+  fs::permissions(dir, fs::perms::owner_all);
+  const std::string v1 = dir + "/v1.db";
+  RawExec(v1, kVersion1Schema);
+  fs::permissions(dir, fs::perms::owner_read | fs::perms::owner_exec);
+  {
+    auto ro = Cache::OpenReadOnly(v1);
+    ASSERT_TRUE(ro.ok()) << ro.status().ToString();
+    EXPECT_EQ((*ro)->schema_version(), 1);
+    EXPECT_EQ(*(*ro)->CountMeasurements(), 1);
+  }
+  fs::permissions(dir, fs::perms::owner_all);
+  EXPECT_FALSE(HasSideFiles(path));
+  EXPECT_FALSE(HasSideFiles(v1));
+}
+
+TEST(CacheTest, ReadOnlyOpenOfVersion1FileLeavesNoFiles) {
+  const std::string path = TempPath("v1_ro.db");
+  RawExec(path, kVersion1Schema);
+  RawExec(path, "PRAGMA journal_mode = WAL");  // as a v1 writer left it
+  ASSERT_FALSE(HasSideFiles(path));
+  const std::string before = ReadFile(path);
+  {
+    auto ro = Cache::OpenReadOnly(path);
+    ASSERT_TRUE(ro.ok()) << ro.status().ToString();
+    EXPECT_EQ((*ro)->schema_version(), 1);
+    EXPECT_EQ(*(*ro)->CountMeasurements(), 1);
+  }
+  EXPECT_FALSE(HasSideFiles(path));
+  EXPECT_EQ(ReadFile(path), before);
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "1");
+}
+
+TEST(CacheTest, ReadOnlyOpenSeesWhatAnOpenWriterCommitted) {
+  const std::string path = TempPath("ro_with_writer.db");
+  auto w = OpenOrDie(path);
+  ASSERT_TRUE(w);
+  Populate(*w, "gpu-a");  // committed, still in the writer's WAL
+  {
+    auto ro = Cache::OpenReadOnly(path);
+    ASSERT_TRUE(ro.ok()) << ro.status().ToString();
+    EXPECT_EQ(*(*ro)->CountMeasurements(), 2);
+    // A later commit is seen by the next read.
+    ASSERT_TRUE(w->PutMeasurement(MakeMeasurement("gpu-b", MakeConfig(256), MakeProblem(1, 10, 1), 1)).ok());
+    EXPECT_EQ(*(*ro)->CountMeasurements(), 3);
+  }
+  w.reset();
+  EXPECT_FALSE(HasSideFiles(path));  // the writer's close removed its files
+}
+
+TEST(CacheTest, InMemoryPathIsRefused) {
+  for (const char* p : {":memory:", "file::memory:", "file:x.db?mode=memory", ""}) {
+    auto c = Cache::Open(p);
+    EXPECT_FALSE(c.ok()) << p;
+    auto ro = Cache::OpenReadOnly(p);
+    EXPECT_FALSE(ro.ok()) << p;
+  }
+  EXPECT_EQ(Cache::Open(":memory:").status().code(), Code::kInvalidArgument);
+  EXPECT_FALSE(fs::exists(":memory:"));
+}
+
 // ---- record round trips ----------------------------------------------------
 
 TEST(CacheTest, DevicesRoundTrip) {

@@ -7,9 +7,11 @@
 // nothing depends on (or writes to) the user's cache.
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -59,7 +61,9 @@ const std::string& Sandbox() {
 // The path TOPK_TUNE_DB points at; no test may create it by accident.
 std::string DefaultDb() { return Sandbox() + "/default-from-env.db"; }
 
-Result RunCli(const std::vector<std::string>& args, const std::map<std::string, std::string>& env_over = {}) {
+// env_over replaces variables; the names in env_unset are removed.
+Result RunCli(const std::vector<std::string>& args, const std::map<std::string, std::string>& env_over = {},
+              const std::vector<std::string>& env_unset = {}) {
   const std::string bin = topk::testing::BinDir() + "/topk-tune";
   const std::string out = TempPath("stdout.txt"), err = TempPath("stderr.txt");
   std::map<std::string, std::string> env;
@@ -73,6 +77,7 @@ Result RunCli(const std::vector<std::string>& args, const std::map<std::string, 
   env["TOPK_TUNE_DB"] = DefaultDb();
   env.erase("TERM");
   for (const auto& [k, v] : env_over) env[k] = v;
+  for (const auto& k : env_unset) env.erase(k);
   std::vector<std::string> env_strings;
   for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
   std::vector<char*> envp;
@@ -732,6 +737,211 @@ TEST(CliMergeTest, BadInputsAreRefusedBeforeTheTargetIsTouched) {
 
   r = RunCli({"merge", "--db", target});
   EXPECT_EQ(r.code, kUsage) << Describe(r);  // no files
+}
+
+
+// ---------------------------------------------------------------- files the CLI writes
+
+// The entries of a directory, for "nothing else was left behind" checks.
+std::vector<std::string> Entries(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// A private copy of the fixture in its own directory.
+std::string FixtureCopy(const std::string& dir_name) {
+  const std::string dir = TempPath(dir_name);
+  fs::create_directories(dir);
+  const std::string db = dir + "/tuning.db";
+  fs::copy_file(Fixture(), db);
+  return db;
+}
+
+TEST(CliExportImportTest, ExportRefusesToOverwriteTheCacheItself) {
+  const std::string db = FixtureCopy("export_self");
+  const std::string dir = fs::path(db).parent_path().string();
+  const std::string before = ReadFile(db);
+  const std::string link = dir + "/link.db", hard = dir + "/hard.db";
+  fs::create_symlink("tuning.db", link);
+  fs::create_hard_link(db, hard);
+  // The same path, a symbolic link to it, a hard link to it, and the same
+  // file named through "./" and "..".
+  for (const std::string& out : {db, link, hard, dir + "/./tuning.db", dir + "/../" + fs::path(dir).filename().string() + "/tuning.db"}) {
+    const Result r = RunCli({"export", "--db", db, "--out", out});
+    EXPECT_EQ(r.code, kUsage) << out << ": " << Describe(r);
+    EXPECT_TRUE(Contains(r.err, "'" + out + "'")) << r.err;
+    EXPECT_TRUE(Contains(r.err, "'" + db + "'")) << r.err;
+    EXPECT_EQ(ReadFile(db), before) << out;
+  }
+  // Also when the cache is named through the link.
+  const Result r = RunCli({"export", "--db", link, "--out", db});
+  EXPECT_EQ(r.code, kUsage) << Describe(r);
+  EXPECT_EQ(ReadFile(db), before);
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(ShowJson(db)["devices"].size(), 1u);
+  EXPECT_EQ(Entries(dir), (std::vector<std::string>{"hard.db", "link.db", "tuning.db"}));
+}
+
+TEST(CliEmitTest, OutputReplacesTheFileByRenameLeavingNoTemporaries) {
+  const std::string dir = TempPath("emit_atomic");
+  fs::create_directories(dir);
+  const std::string out = dir + "/kernel.cu", old_link = dir + "/old.cu";
+  std::ofstream(out) << "old contents\n";
+  fs::create_hard_link(out, old_link);
+  const Result r = RunCli({"emit", "--default", "--shape", "f32:64x32768:2048", "-o", out});
+  ASSERT_EQ(r.code, kOk) << Describe(r);
+  EXPECT_TRUE(Contains(ReadFile(out), "__global__")) << ReadFile(out).substr(0, 200);
+  // The old file was never truncated or written in place: a reader that
+  // holds it (here: another name of it) still sees the old bytes whole.
+  EXPECT_EQ(ReadFile(old_link), "old contents\n");
+  EXPECT_EQ(Entries(dir), (std::vector<std::string>{"kernel.cu", "old.cu"}));
+
+  // A failed write leaves the old file as it was and no temporary.
+  const Result bad = RunCli({"emit", "--default", "--shape", "f32:64x32768:2048", "-o", dir + "/missing-dir/kernel.cu"});
+  EXPECT_EQ(bad.code, kUsage) << Describe(bad);
+  EXPECT_EQ(Entries(dir), (std::vector<std::string>{"kernel.cu", "old.cu"}));
+}
+
+TEST(CliReportTest, ReportFilesReplaceOldOnesByRename) {
+  const std::string dir = TempPath("report_atomic");
+  fs::create_directories(dir);
+  std::ofstream(dir + "/report.md") << "old report\n";
+  fs::create_hard_link(dir + "/report.md", dir + "/old.md");
+  const Result r = RunCli({"report", "--db", Fixture(), "--out", dir});
+  ASSERT_EQ(r.code, kOk) << Describe(r);
+  EXPECT_EQ(ReadFile(dir + "/old.md"), "old report\n");
+  EXPECT_NE(ReadFile(dir + "/report.md"), "old report\n");
+  EXPECT_EQ(Entries(dir), (std::vector<std::string>{"old.md", "report.html", "report.json", "report.md"}));
+}
+
+TEST(CliReportTest, ReportRefusesToOverwriteTheCache) {
+  // A cache that happens to sit where a report file goes.
+  const std::string dir = TempPath("report_over_db");
+  fs::create_directories(dir);
+  const std::string db = dir + "/report.json";
+  fs::copy_file(Fixture(), db);
+  const std::string before = ReadFile(db);
+  const Result r = RunCli({"report", "--db", db, "--out", dir});
+  EXPECT_EQ(r.code, kUsage) << Describe(r);
+  EXPECT_TRUE(Contains(r.err, db)) << r.err;
+  EXPECT_EQ(ReadFile(db), before);
+  EXPECT_EQ(Entries(dir), (std::vector<std::string>{"report.json"}));
+}
+
+// ---------------------------------------------------------------- reading without writing
+
+const char* const kSqliteSideFiles[] = {"-wal", "-shm", "-journal"};
+
+void ExpectNoSideFiles(const std::string& db) {
+  for (const char* suffix : kSqliteSideFiles) EXPECT_FALSE(fs::exists(db + suffix)) << db + suffix;
+}
+
+TEST(CliReadOnlyTest, ReadersLeaveNoFilesBesideTheCache) {
+  const std::string db = FixtureCopy("readers_leave_nothing");
+  const std::string dir = fs::path(db).parent_path().string();
+  const std::string before = ReadFile(db);
+  const std::vector<std::vector<std::string>> commands = {
+      {"show", "--db", db},
+      {"show", "--db", db, "--json"},
+      {"report", "--db", db, "--out", TempPath("ro_report")},
+      {"export", "--db", db, "--out", TempPath("ro.jsonl")},
+      {"merge", "--db", TempPath("ro_merged.db"), db}};
+  for (const auto& args : commands) {
+    const Result r = RunCli(args);
+    EXPECT_EQ(r.code, kOk) << args[0] << ": " << Describe(r);
+    ExpectNoSideFiles(db);
+    EXPECT_EQ(Entries(dir), std::vector<std::string>{"tuning.db"}) << args[0];
+    EXPECT_EQ(ReadFile(db), before) << args[0];
+  }
+}
+
+TEST(CliReadOnlyTest, ShowReadsACacheFileWithoutWritePermission) {
+  const std::string db = FixtureCopy("file_0444");
+  const std::string dir = fs::path(db).parent_path().string();
+  fs::permissions(db, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  const Result r = RunCli({"show", "--db", db, "--json"});
+  EXPECT_EQ(r.code, kOk) << Describe(r);
+  if (r.code == kOk) {
+    EXPECT_EQ(json::parse(r.out)["devices"].size(), 1u);
+  }
+  EXPECT_EQ(Entries(dir), std::vector<std::string>{"tuning.db"});
+  fs::permissions(db, fs::perms::owner_read | fs::perms::owner_write);
+}
+
+TEST(CliReadOnlyTest, ReadersWorkInADirectoryWithoutWritePermission) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root ignores directory permissions";
+  const std::string db = FixtureCopy("dir_0555");
+  const std::string dir = fs::path(db).parent_path().string();
+  fs::permissions(dir, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
+                           fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
+  const std::vector<std::vector<std::string>> commands = {
+      {"show", "--db", db, "--json"},
+      {"report", "--db", db, "--out", TempPath("ro_dir_report")},
+      {"export", "--db", db, "--out", TempPath("ro_dir.jsonl")},
+      {"merge", "--db", TempPath("ro_dir_merged.db"), db}};
+  for (const auto& args : commands) {
+    const Result r = RunCli(args);
+    EXPECT_EQ(r.code, kOk) << args[0] << ": " << Describe(r);
+    EXPECT_FALSE(Contains(r.err, "readonly")) << r.err;
+  }
+  EXPECT_EQ(Entries(dir), std::vector<std::string>{"tuning.db"});
+  fs::permissions(dir, fs::perms::owner_all);
+}
+
+// ---------------------------------------------------------------- where the cache is
+
+TEST(CliCachePathTest, InMemoryAndEmptyPathsAreRefused) {
+  const std::string jsonl = TempPath("mem.jsonl");
+  ASSERT_EQ(RunCli({"export", "--db", Fixture(), "--out", jsonl}).code, kOk);
+  const std::string cwd = fs::current_path().string();
+  Result r = RunCli({"import", jsonl}, {{"TOPK_TUNE_DB", ":memory:"}});
+  EXPECT_EQ(r.code, kUsage) << Describe(r);
+  EXPECT_TRUE(Contains(r.err, ":memory:")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "TOPK_TUNE_DB")) << r.err;
+  EXPECT_FALSE(Contains(r.out, "imported")) << r.out;
+  EXPECT_FALSE(fs::exists(cwd + "/:memory:"));
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"import", jsonl, "--db", ":memory:"},
+        std::vector<std::string>{"merge", "--db", ":memory:", Fixture()},
+        std::vector<std::string>{"tune", "--db", ":memory:", "--preset", "smoke"},
+        std::vector<std::string>{"show", "--db", ":memory:"},
+        std::vector<std::string>{"import", jsonl, "--db", ""},
+        std::vector<std::string>{"merge", "--db", "", Fixture()}}) {
+    r = RunCli(args);
+    EXPECT_EQ(r.code, kUsage) << args[0] << " " << args[args.size() - 2] << ": " << Describe(r);
+    EXPECT_TRUE(Contains(r.err, "--db")) << r.err;
+    EXPECT_FALSE(fs::exists(cwd + "/:memory:"));
+  }
+  EXPECT_FALSE(fs::exists(DefaultDb()));
+}
+
+TEST(CliCachePathTest, NoHomeAndNoSettingIsRefused) {
+  const std::string cwd = fs::current_path().string();
+  const std::string jsonl = TempPath("nohome.jsonl");
+  ASSERT_EQ(RunCli({"export", "--db", Fixture(), "--out", jsonl}).code, kOk);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"import", jsonl}, std::vector<std::string>{"show"},
+        std::vector<std::string>{"merge", Fixture()}}) {
+    const Result r = RunCli(args, {}, {"HOME", "XDG_CACHE_HOME", "TOPK_TUNE_DB"});
+    EXPECT_EQ(r.code, kUsage) << args[0] << ": " << Describe(r);
+    EXPECT_TRUE(Contains(r.err, "--db")) << r.err;
+    EXPECT_TRUE(Contains(r.err, "TOPK_TUNE_DB")) << r.err;
+    EXPECT_FALSE(fs::exists(cwd + "/topk-tune-tuning.db"));
+  }
+}
+
+TEST(CliCachePathTest, RelativeXdgCacheHomeIsIgnored) {
+  const std::string cwd = fs::current_path().string();
+  const std::string jsonl = TempPath("xdg.jsonl");
+  ASSERT_EQ(RunCli({"export", "--db", Fixture(), "--out", jsonl}).code, kOk);
+  const std::string home = TempPath("xdg_home");
+  fs::create_directories(home);
+  const Result r = RunCli({"import", jsonl}, {{"HOME", home}, {"XDG_CACHE_HOME", "relative/cache"}}, {"TOPK_TUNE_DB"});
+  EXPECT_EQ(r.code, kOk) << Describe(r);
+  EXPECT_TRUE(fs::exists(home + "/.cache/topk-tune/tuning.db"));
+  EXPECT_FALSE(fs::exists(cwd + "/relative"));
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/cache.hpp"
+#include "tools/atomic_file.hpp"
 #include "tools/cli_common.hpp"
 #include "tools/report.hpp"
 
@@ -79,14 +80,15 @@ Command AddShow(CLI::App& root) {
   };
   auto o = std::make_shared<Opts>();
   CLI::App* app = root.add_subcommand("show", "Show the tuned winners stored in the cache (no GPU needed)");
-  app->add_option("--db", o->db, kDbHelp);
+  AddDbOption(app, &o->db, kDbHelp);
   auto* fp = app->add_option("--device-fingerprint", o->fingerprint, "Only this device (see `topk-tune devices`)");
   auto* all = app->add_flag("--all", o->all, "Every device in the cache (the default)");
   fp->excludes(all);
   app->add_flag("--json", o->json, "One JSON object instead of the tables");
   app->footer("Example: topk-tune show --db tuning.db\nOpens the cache read-only: never creates or changes a file.");
   auto run = [o]() -> int {
-    const std::string db = CachePath(o->db);
+    std::string db;
+    if (const int rc = ResolveCachePath(o->db, &db); rc != kExitOk) return rc;
     int code = kExitOk;
     auto c = OpenForReading(db, &code);
     if (!c.ok()) return code;
@@ -188,7 +190,7 @@ Command AddReport(CLI::App& root) {
   auto o = std::make_shared<Opts>();
   CLI::App* app = root.add_subcommand(
       "report", "Write an HTML report with charts, a Markdown summary and JSON from the cache (no GPU needed)");
-  app->add_option("--db", o->db, kDbHelp);
+  AddDbOption(app, &o->db, kDbHelp);
   app->add_option("--out", o->out, "Directory for report.html, report.md and report.json")->capture_default_str();
   app->add_option("--device-fingerprint", o->fingerprint, "Only this device (default: every device)");
   app->add_option("--title", o->title, "Title of the report")->capture_default_str();
@@ -197,8 +199,15 @@ Command AddReport(CLI::App& root) {
       "The HTML is self-contained (inline CSS and SVG, no scripts, no network). docs/REPORTS.md explains the "
       "charts.");
   auto run = [o]() -> int {
-    const std::string db = CachePath(o->db);
+    std::string db;
+    if (const int rc = ResolveCachePath(o->db, &db); rc != kExitOk) return rc;
     if (Status w = CheckWritableDir(o->out); !w.ok()) return Fail(kExitUsage, w.message(), "pass --out DIR");
+    for (const char* name : report::kReportFileNames) {
+      const std::string file = (fs::path(o->out) / name).string();
+      if (SameFile(file, db))
+        return Fail(kExitUsage, "the report file '" + file + "' would replace the tuning cache '" + db + "' itself",
+                    "pass --out with another directory, or move the cache");
+    }
     int code = kExitOk;
     auto c = OpenForReading(db, &code);
     if (!c.ok()) return code;
@@ -228,22 +237,29 @@ Command AddExport(CLI::App& root) {
   };
   auto o = std::make_shared<Opts>();
   CLI::App* app = root.add_subcommand("export", "Write the cache as JSON Lines (for sharing or review)");
-  app->add_option("--db", o->db, kDbHelp);
+  AddDbOption(app, &o->db, kDbHelp);
   app->add_option("-o,--out", o->out, "The .jsonl file to write (required)");
   app->add_flag("--no-binaries", o->no_binaries, "Leave the compiled cubins out (much smaller; they recompile)");
   app->footer("Example: topk-tune export --db tuning.db --out tuning.jsonl --no-binaries");
   auto run = [o]() -> int {
-    const std::string db = CachePath(o->db);
+    std::string db;
+    if (const int rc = ResolveCachePath(o->db, &db); rc != kExitOk) return rc;
     if (o->out.empty()) return Fail(kExitUsage, "export needs --out FILE.jsonl");
+    // Same device and inode: the same path, a symbolic or a hard link.
+    if (SameFile(o->out, db))
+      return Fail(kExitUsage, "--out '" + o->out + "' is the tuning cache '" + db + "' itself: the export would replace it",
+                  "pass --out with another path, e.g. tuning.jsonl");
     if (Status w = CheckWritableFile(o->out); !w.ok())
       return Fail(kExitUsage, "cannot write '" + o->out + "': " + w.message(), "pass --out with a writable path");
     int code = kExitOk;
     auto c = OpenForReading(db, &code);
     if (!c.ok()) return code;
-    if (Status s = (*c)->ExportJsonl(o->out, !o->no_binaries); !s.ok())
-      return Fail(kExitCache, "export of '" + db + "' failed: " + s.ToString());
-    const Counts n = CountRows(**c);
     std::error_code ec;
+    if (const fs::path parent = fs::path(o->out).parent_path(); !parent.empty()) fs::create_directories(parent, ec);
+    Status s = WriteFileAtomically(
+        o->out, [&](std::ostream& out) { return (*c)->WriteJsonl(out, !o->no_binaries); });
+    if (!s.ok()) return Fail(kExitCache, "export of '" + db + "' failed: " + s.ToString(), "no file was written");
+    const Counts n = CountRows(**c);
     const auto size = fs::file_size(o->out, ec);
     std::cout << "exported " << CountsLine(n, n) << (o->no_binaries ? "" : " and the binaries") << " to " << o->out
               << " (" << FormatBytes(ec ? 0 : static_cast<int64_t>(size)) << ")\n";
@@ -260,13 +276,14 @@ Command AddImport(CLI::App& root) {
   auto o = std::make_shared<Opts>();
   CLI::App* app = root.add_subcommand("import", "Add the rows of an exported .jsonl file to the cache");
   app->add_option("file", o->in, "The .jsonl file (from `topk-tune export`; required)");
-  app->add_option("--db", o->db, kDbHelp);
+  AddDbOption(app, &o->db, kDbHelp);
   app->footer(
       "Example: topk-tune import tuning.jsonl --db tuning.db\n"
       "One transaction: a malformed line changes nothing. Where both have a row, the newer measurement, winner "
       "or baseline wins.");
   auto run = [o]() -> int {
-    const std::string db = CachePath(o->db);
+    std::string db;
+    if (const int rc = ResolveCachePath(o->db, &db); rc != kExitOk) return rc;
     std::error_code ec;
     if (o->in.empty()) return Fail(kExitUsage, "import needs the FILE.jsonl to read");
     if (!fs::is_regular_file(o->in, ec))
@@ -316,20 +333,21 @@ Command AddMerge(CLI::App& root) {
   auto o = std::make_shared<Opts>();
   CLI::App* app = root.add_subcommand("merge", "Merge other cache files (e.g. the shards of a tune) into the cache");
   app->add_option("files", o->others, "Cache files to merge (read-only; never changed; at least one)");
-  app->add_option("--db", o->db, "The cache to merge into (created if missing). " + std::string(kDbHelp));
+  AddDbOption(app, &o->db, "The cache to merge into (created if missing). " + std::string(kDbHelp));
   app->footer(
       "Example: topk-tune merge --db tuning.db shard-*.db\n"
       "Each file is checked before anything is written; on conflicts the newer measurement, winner or baseline "
       "wins. Merging the same file twice changes nothing.");
   auto run = [o]() -> int {
-    const std::string db = CachePath(o->db);
+    std::string db;
+    if (const int rc = ResolveCachePath(o->db, &db); rc != kExitOk) return rc;
     std::error_code ec;
     if (o->others.empty()) return Fail(kExitUsage, "merge needs at least one cache file to merge");
     // Every input must be a readable cache before the target is touched.
     for (const auto& f : o->others) {
       if (!fs::is_regular_file(f, ec))
         return Fail(kExitUsage, "no cache file '" + f + "' to merge", "pass the .db files written by tune --db");
-      if (fs::exists(db, ec) && fs::equivalent(f, db, ec))
+      if (SameFile(f, db))
         return Fail(kExitUsage, "'" + f + "' is the target cache itself", "pass --db with another path");
       auto other = cache::Cache::OpenReadOnly(f);
       if (!other.ok()) return CacheOpenFailure(other.status(), f, true);

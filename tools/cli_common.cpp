@@ -149,7 +149,31 @@ StatusOr<std::vector<int>> ParseDeviceList(const std::string& spec) {
   return out;
 }
 
-std::string CachePath(const std::string& flag) { return flag.empty() ? DefaultCachePath() : flag; }
+CLI::Option* AddDbOption(CLI::App* app, std::string* db, const std::string& help) {
+  return app->add_option("--db", *db, help)->check(
+      [](const std::string& v) { return v.empty() ? std::string("empty path: pass --db with a cache file") : ""; });
+}
+
+int ResolveCachePath(const std::string& flag, std::string* db) {
+  const bool from_env = flag.empty();
+  *db = from_env ? DefaultCachePath() : flag;
+  if (db->empty())
+    return Fail(kExitUsage,
+                "no tuning cache path: $HOME is not set, and neither is $TOPK_TUNE_DB nor an absolute "
+                "$XDG_CACHE_HOME",
+                "pass --db PATH or set TOPK_TUNE_DB=PATH");
+  const bool memory = *db == ":memory:";
+  if (memory || db->rfind("file:", 0) == 0) {
+    const char* what =
+        memory ? "is SQLite's in-memory database" : "is an SQLite URI, not a file path";
+    const std::string source = !from_env                     ? "--db '" + *db + "'"
+                               : std::getenv("TOPK_TUNE_DB")  ? "$TOPK_TUNE_DB='" + *db + "'"
+                                                             : "the default cache path '" + *db + "'";
+    return Fail(kExitUsage, source + " " + what + ": a tuning cache must be a file (nothing would be kept)",
+                "pass --db PATH or set TOPK_TUNE_DB to a file path");
+  }
+  return kExitOk;
+}
 
 namespace {
 

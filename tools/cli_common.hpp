@@ -67,8 +67,16 @@ StatusOr<std::pair<int, int>> ParseShard(const std::string& spec);
 // "0,1,3": distinct non-negative ordinals.
 StatusOr<std::vector<int>> ParseDeviceList(const std::string& spec);
 
-// The --db value, or topk::DefaultCachePath() when empty.
-std::string CachePath(const std::string& flag);
+// Adds the --db option of a command: an explicit empty value is a usage
+// error (without --db the default applies; see ResolveCachePath).
+CLI::Option* AddDbOption(CLI::App* app, std::string* db, const std::string& help);
+
+// The cache path of a command: the --db value, else
+// topk::DefaultCachePath(). Refuses, printing the error and returning
+// kExitUsage, a path that is not a file (":memory:", an SQLite "file:" URI)
+// and the case where no default exists (no --db, no $TOPK_TUNE_DB, no
+// absolute $XDG_CACHE_HOME, no $HOME). kExitOk with *db set otherwise.
+int ResolveCachePath(const std::string& flag, std::string* db);
 
 // Whether a cache file can be created or written at `path` without leaving
 // anything behind: an existing file must be a writable regular file; a

@@ -10,6 +10,7 @@
 #include "generator/family.hpp"
 #include "generator/source.hpp"
 #include "jit/compiler.hpp"
+#include "tools/atomic_file.hpp"
 #include "tools/cli_common.hpp"
 
 namespace topk::cli {
@@ -198,10 +199,8 @@ Command AddEmit(CLI::App& root) {
       if (!text.empty() && text.back() != '\n') std::cout << "\n";
       return kExitOk;
     }
-    std::ofstream f(o->out, std::ios::binary | std::ios::trunc);
-    f << text;
-    f.close();
-    if (!f) return Fail(kExitUsage, "cannot write '" + o->out + "'", "check the directory exists and is writable");
+    if (Status s = WriteFileAtomically(o->out, text); !s.ok())
+      return Fail(kExitUsage, s.message(), "check the directory exists and is writable");
     std::cerr << "wrote " << o->out << " (" << text.size() << " bytes, variant " << c.Id() << ", kernel " << src.key
               << ")\n";
     return kExitOk;

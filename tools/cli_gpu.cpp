@@ -23,6 +23,7 @@
 #include "jit/compiler.hpp"
 #include "jit/device.hpp"
 #include "jit/kernel_store.hpp"
+#include "tools/atomic_file.hpp"
 #include "tools/cli_common.hpp"
 #include "tools/cli_progress.hpp"
 #include "tuner/presets.hpp"
@@ -219,7 +220,8 @@ int RunTune(const TuneOpts& o) {
   std::vector<Problem> jobs;
   for (size_t i = 0; i < set.problems.size(); ++i)
     if (static_cast<int>(i % static_cast<size_t>(shard.second)) == shard.first) jobs.push_back(set.problems[i]);
-  const std::string db = CachePath(o.db);
+  std::string db;
+  if (const int rc = ResolveCachePath(o.db, &db); rc != kExitOk) return rc;
   if (Status w = CheckWritableFile(db); !w.ok())
     return Fail(kExitUsage, w.message(), "pass --db with a writable path (or set TOPK_TUNE_DB)");
   if (jobs.empty()) {
@@ -455,7 +457,7 @@ Command AddTune(CLI::App& root) {
   dev->excludes(devs);
   app->add_option("--shard", o->shard,
                   "Tune only shapes whose index % N == i (i/N, 0 <= i < N); `merge` combines the shard caches");
-  app->add_option("--db", o->db, "Tuning cache file (default: $TOPK_TUNE_DB, else ~/.cache/topk-tune/tuning.db)");
+  AddDbOption(app, &o->db, "Tuning cache file (default: $TOPK_TUNE_DB, else ~/.cache/topk-tune/tuning.db)");
   app->add_option("--timeout", o->timeout, "Seconds before the worker watchdog kills a candidate")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -500,7 +502,7 @@ Command AddVerify(CLI::App& root) {
   };
   auto o = std::make_shared<Opts>();
   CLI::App* app = root.add_subcommand("verify", "Re-check (and re-time) the stored winners on this GPU");
-  app->add_option("--db", o->db, "Tuning cache file (default: $TOPK_TUNE_DB, else ~/.cache/topk-tune/tuning.db)");
+  AddDbOption(app, &o->db, "Tuning cache file (default: $TOPK_TUNE_DB, else ~/.cache/topk-tune/tuning.db)");
   app->add_option("--device", o->device, "GPU ordinal")->check(CLI::NonNegativeNumber)->capture_default_str();
   app->add_option("--timeout", o->timeout, "Seconds before the worker watchdog kills a candidate")
       ->check(CLI::PositiveNumber)
@@ -512,7 +514,8 @@ Command AddVerify(CLI::App& root) {
       "Checks every winner stored for this GPU's fingerprint against the exact reference and compares its time "
       "with the stored one. The cache is opened read-only. Exit code 5 when a winner fails.");
   auto run = [o]() -> int {
-    const std::string db = CachePath(o->db);
+    std::string db;
+    if (const int rc = ResolveCachePath(o->db, &db); rc != kExitOk) return rc;
     auto count = RequireGpus("verify");
     if (!count.ok()) return Fail(kExitNoGpu, count.status().message(), kNoGpuHint);
     if (o->device >= *count)
@@ -554,11 +557,8 @@ Command AddVerify(CLI::App& root) {
     auto cubin = [&](const gen::KernelSource& src) -> StatusOr<std::pair<std::string, std::string>> {
       TOPK_ASSIGN_OR_RETURN(auto bin, kernels.Binary(src));
       const std::string path = tmp + "/" + src.hash + ".cubin";
-      if (!fs::exists(path)) {
-        std::ofstream f(path, std::ios::binary);
-        f.write(bin->cubin.data(), static_cast<std::streamsize>(bin->cubin.size()));
-        if (!f) return Status(Code::kUnavailable, "verify", "cannot write " + path);
-      }
+      if (!fs::exists(path))
+        TOPK_RETURN_IF_ERROR(WriteFileAtomically(path, std::string(bin->cubin.begin(), bin->cubin.end())));
       return std::make_pair(path, bin->lowered_name);
     };
     tuner::WorkerClient worker(tuner::DefaultWorkerPath(), o->device, o->timeout);

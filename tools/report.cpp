@@ -1,5 +1,7 @@
 #include "tools/report.hpp"
 
+#include "tools/atomic_file.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -1006,27 +1008,6 @@ std::string Json(const ReportInput& in, const std::vector<Section>& sections) {
   return j.dump(2) + "\n";
 }
 
-Status WriteAtomically(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << text;
-    f.close();
-    if (!f) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      return Status(Code::kUnavailable, "WriteReport", "cannot write '" + tmp.string() + "'");
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return Status(Code::kUnavailable, "WriteReport", "cannot rename to '" + path.string() + "': " + ec.message());
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
 ReportFiles RenderReport(const ReportInput& in) {
@@ -1042,10 +1023,11 @@ Status WriteReport(const ReportFiles& files, const std::string& dir, std::vector
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return Status(Code::kUnavailable, "WriteReport", "cannot create '" + dir + "': " + ec.message());
-  for (const auto& [name, text] : std::vector<std::pair<std::string, const std::string*>>{
-           {"report.html", &files.html}, {"report.md", &files.markdown}, {"report.json", &files.json}}) {
-    const fs::path p = fs::path(dir) / name;
-    TOPK_RETURN_IF_ERROR(WriteAtomically(p, *text));
+  const std::string* texts[] = {&files.html, &files.markdown, &files.json};
+  static_assert(std::size(texts) == std::size(kReportFileNames));
+  for (size_t i = 0; i < std::size(texts); ++i) {
+    const fs::path p = fs::path(dir) / kReportFileNames[i];
+    TOPK_RETURN_IF_ERROR(cli::WriteFileAtomically(p.string(), *texts[i]));
     if (written) written->push_back(p.string());
   }
   return Status::Ok();

@@ -37,9 +37,12 @@ struct ReportFiles {
 // Pure: the same input gives the same bytes.
 ReportFiles RenderReport(const ReportInput& in);
 
+// The files WriteReport writes into its directory, in this order.
+inline constexpr const char* kReportFileNames[] = {"report.html", "report.md", "report.json"};
+
 // Writes report.html, report.md and report.json into `dir` (created if
-// missing); each file is written beside its final name and renamed into
-// place. `written` receives the paths.
+// missing); each through cli::WriteFileAtomically (a temporary beside it
+// and a rename). `written` receives the paths.
 Status WriteReport(const ReportFiles& files, const std::string& dir, std::vector<std::string>* written);
 
 }  // namespace topk::report

@@ -97,7 +97,9 @@ double topk_plan_ms(const topk_plan* plan);
 
 /* "ok", "invalid_argument", ... for a code. */
 const char* topk_code_name(int code);
-/* The default cache path of topk-tune; the caller frees it with topk_free. */
+/* The default cache path of topk-tune (see topk::DefaultCachePath; "" when
+   neither TOPK_TUNE_DB, an absolute XDG_CACHE_HOME nor HOME is set); the
+   caller frees it with topk_free. */
 char* topk_default_cache_path(void);
 void topk_free(void* p);
 

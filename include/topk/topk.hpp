@@ -126,7 +126,10 @@ class Library {
 };
 
 // The cache path topk-tune uses by default: $TOPK_TUNE_DB, else
-// $XDG_CACHE_HOME/topk-tune/tuning.db, else ~/.cache/topk-tune/tuning.db.
+// $XDG_CACHE_HOME/topk-tune/tuning.db (only when XDG_CACHE_HOME is an
+// absolute path, as the XDG base-directory spec requires), else
+// $HOME/.cache/topk-tune/tuning.db. Empty variables count as unset; "" when
+// none gives a location (no HOME): the caller must name a path.
 std::string DefaultCachePath();
 
 }  // namespace topk

@@ -321,7 +321,8 @@ def code_name(code):
 
 def default_cache_path():
     """The cache path the topk-tune CLI uses by default: $TOPK_TUNE_DB, else
-    $XDG_CACHE_HOME/topk-tune/tuning.db, else ~/.cache/topk-tune/tuning.db."""
+    $XDG_CACHE_HOME/topk-tune/tuning.db (absolute XDG_CACHE_HOME only), else
+    ~/.cache/topk-tune/tuning.db; "" when none is set."""
     dll = capi()
     p = dll.topk_default_cache_path()
     if not p:
