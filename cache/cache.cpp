@@ -654,7 +654,9 @@ class SqliteCache final : public Cache {
       }
       sql += " ORDER BY w.device, w.problem_key";
       std::vector<Winner> out;
-      TOPK_RETURN_IF_ERROR(QueryWinners(sql, args, &out));
+      // Nearest dispatch over the group: a winner of a family this build
+      // does not have is skipped, not a reason to drop the whole group.
+      TOPK_RETURN_IF_ERROR(QueryWinners(sql, args, &out, nullptr, true));
       return out;
     });
   }
@@ -1015,15 +1017,20 @@ class SqliteCache final : public Cache {
     }
   }
 
+  // `skip_unreadable`: rows whose config does not parse (a kernel family
+  // this build does not have) are left out instead of failing the query.
   Status QueryWinners(
       const std::string& sql, const std::vector<std::string>& args, std::vector<Winner>* out,
-      const std::function<Status(const Winner&, const std::optional<MeasurementKey>&)>& fn = nullptr) const {
+      const std::function<Status(const Winner&, const std::optional<MeasurementKey>&)>& fn = nullptr,
+      bool skip_unreadable = false) const {
     TOPK_ASSIGN_OR_RETURN(Stmt s, Stmt::Prepare(db(), sql));
     s.BindTexts(args);
     while (true) {
       TOPK_ASSIGN_OR_RETURN(bool row, s.Step());
       if (!row) return Status::Ok();
-      TOPK_ASSIGN_OR_RETURN(Winner w, WinnerFromRow(s));
+      StatusOr<Winner> parsed = WinnerFromRow(s);
+      if (!parsed.ok() && skip_unreadable) continue;
+      TOPK_ASSIGN_OR_RETURN(Winner w, std::move(parsed));
       if (fn) {
         std::optional<MeasurementKey> key;
         if (!s.IsNull(11)) key = MeasurementKey{s.Text(11), s.Text(12), s.Text(13), s.Text(14), s.Text(15)};

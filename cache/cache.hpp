@@ -223,6 +223,9 @@ class Cache {
   // Winners with the same dtype and flags as `p` (for nearest-shape
   // dispatch), on the given device fingerprints (every device when the list
   // is empty).
+  // Winners of the same dtype and flags as `p` (any shape) on these devices
+  // (all when empty). Rows of a kernel family this build does not register
+  // are left out.
   virtual StatusOr<std::vector<Winner>> WinnersLike(const std::vector<std::string>& device_fingerprints,
                                                     const Problem& p) const = 0;
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "cache/cache.hpp"
@@ -128,8 +129,8 @@ TEST(ToyFamilyTest, NvrtcCompilesItsSource) {
 // Tuning (fake evaluator), the cache and dispatch with a family they have
 // never heard of.
 TEST(ToyFamilyTest, TunedCachedAndDispatched) {
-  testing::ScopedToyFamily toy;
-  ASSERT_TRUE(toy.status().ok());
+  auto toy = std::make_unique<testing::ScopedToyFamily>();
+  ASSERT_TRUE(toy->status().ok());
   auto opened = cache::Cache::Open(testing::TempPath("toy.db"));
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   std::unique_ptr<cache::Cache> c = std::move(*opened);
@@ -170,6 +171,22 @@ TEST(ToyFamilyTest, TunedCachedAndDispatched) {
   const auto far = runtime::Decide(c.get(), dev.fingerprint, {}, false, Rows(64, 8192, 32), arch);
   EXPECT_EQ(far.source, DispatchSource::kDefault);
   EXPECT_EQ(far.config, gen::DefaultConfig(Rows(64, 8192, 32), arch));
+
+  // A build without the family: its winner is skipped, not an error, and a
+  // winner of a known family in the same group still serves nearby shapes.
+  cache::Winner radix;
+  radix.device_fingerprint = dev.fingerprint;
+  radix.problem = Rows(64, 4096, 64);
+  radix.config = gen::DefaultConfig(radix.problem, arch);
+  radix.variant_id = radix.config.Id();
+  radix.median_us = 9;
+  ASSERT_TRUE(c->PutWinner(radix).ok());
+  toy.reset();
+  ASSERT_EQ(gen::FindFamily("sorttrunc"), nullptr);
+  const auto orphan = runtime::Decide(c.get(), dev.fingerprint, {}, false, p, arch);
+  EXPECT_EQ(orphan.source, DispatchSource::kNearest);
+  EXPECT_EQ(orphan.tuned_shape, cache::ProblemKey(radix.problem));
+  EXPECT_EQ(orphan.config.family, radix.config.family);
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 // and a second tune that resumes instead of redoing work. Needs a GPU.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -133,6 +135,7 @@ TEST_F(GpuTunerTest, TuneStoresAWinnerAndResumes) {
   o.measure.min_samples = 5;
   o.inject_faults = {"crash", "wrong"};
   o.workdir = dir_ + "/work";
+  o.objective = "normal";  // counts below are of one input; the robust objective is tested on its own
   Problem p = Small();
   ShapeSummary first;
   {
@@ -164,6 +167,36 @@ TEST_F(GpuTunerTest, TuneStoresAWinnerAndResumes) {
   ASSERT_TRUE(ms.ok());
   EXPECT_EQ(ms->size(), 10u + 2u);  // ten variants and the two injected faults
   EXPECT_TRUE((*cache)->IntegrityCheck().ok());
+}
+
+// The robust objective on a real GPU: the candidates are verified and timed
+// on the shifted, plateau and 16-valued inputs too, and those measurements
+// are stored with their input.
+TEST_F(GpuTunerTest, RobustObjectiveTimesTheCandidatesOnAdversarialInputs) {
+  const std::string db = dir_ + "/robust.db";
+  auto cache = cache::Cache::Open(db);
+  ASSERT_TRUE(cache.ok()) << cache.status().ToString();
+  ASSERT_TRUE((*cache)->PutDevice(Record()).ok());
+  WorkerClient w(WorkerPath(), 0, 60);
+  TuneOptions o;
+  o.strategy = "exhaustive";
+  o.max_candidates = 6;
+  o.retime_top = 2;
+  o.measure.min_time_ms = 2;
+  o.measure.min_samples = 5;
+  o.workdir = dir_ + "/work";
+  o.objective = "robust";
+  const Problem p = Small();
+  Tuner t(cache->get(), compiler_.get(), &w, Record(), info_.ToArch(), o);
+  auto s = t.TuneShape(p, 0, 1, nullptr);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_TRUE(s->has_winner) << s->message;
+  auto ms = (*cache)->Measurements(Record().fingerprint, &p);
+  ASSERT_TRUE(ms.ok());
+  std::map<std::string, int> ok_by_dist;
+  for (const auto& m : *ms)
+    if (m.outcome == cache::Outcome::kOk && m.verified) ++ok_by_dist[m.input_dist];
+  for (const char* d : {"shifted", "plateau", "distinct16"}) EXPECT_GE(ok_by_dist[d], 1) << d;
 }
 
 }  // namespace

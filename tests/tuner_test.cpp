@@ -36,9 +36,9 @@ class FakeEvaluator final : public Evaluator {
       e.message = "no cubin file";
       return e;
     }
-    if (r.config.family != "radix") {  // other families: slow and correct
+    if (r.config.family != "radix") {  // other families: slower, correct, and the same on every input
       e.verified = true;
-      e.samples.median = e.samples.p10 = e.samples.p90 = e.samples.min = 40;
+      e.samples.median = e.samples.p10 = e.samples.p90 = e.samples.min = other_us;
       return e;
     }
     if (c.cluster == 4 && c.block_threads == 1024) {  // "does not fit"
@@ -55,6 +55,7 @@ class FakeEvaluator final : public Evaluator {
     // One config looks fastest on its first measurement only: noise that
     // re-timing must see through.
     if (r.variant_id == lucky && calls[r.variant_id] == 1) t = 1;
+    if (r.dist != "normal") t *= radix_adversarial;  // a radix select on shifted or few-valued rows
     e.verified = true;
     e.samples.median = e.samples.p10 = e.samples.p90 = e.samples.min = t;
     e.samples.us = {t, t};
@@ -64,6 +65,8 @@ class FakeEvaluator final : public Evaluator {
   std::map<std::string, int> calls;
   std::string lucky;
   bool infra_error = false;
+  double other_us = 40;
+  double radix_adversarial = 1;
 };
 
 Problem Shape() {
@@ -93,6 +96,9 @@ class TunerTest : public ::testing::Test {
     ASSERT_TRUE(cache_->PutDevice(Device()).ok());
     opt_.workdir = testing::TempPath("work");
     opt_.compile_threads = 2;
+    // The search and re-timing mechanics on one input; the robust objective
+    // (more inputs per candidate) has a test of its own.
+    opt_.objective = "normal";
   }
 
   StatusOr<ShapeSummary> Tune(const TuneOptions& o) {
@@ -188,6 +194,43 @@ TEST_F(TunerTest, ResumeSkipsFinishedVariants) {
   EXPECT_EQ(third->evaluated, 0);
   EXPECT_EQ(third->winner_id, second->winner_id);
   EXPECT_EQ(eval_.calls, calls_mid);
+}
+
+// The robust objective times the candidates (the best few and the best of
+// each family) on shifted, plateau and 16-valued inputs too: a radix winner
+// that collapses there loses to a family that stays flat; the normal
+// objective keeps the fastest.
+TEST_F(TunerTest, RobustObjectivePrefersWhatDoesNotCollapse) {
+  opt_.strategy = "exhaustive";
+  eval_.other_us = 15;            // the filter family: flat
+  eval_.radix_adversarial = 3.0;  // radix: 3x on adversarial inputs
+  opt_.objective = "normal";
+  auto normal = Tune(opt_);
+  ASSERT_TRUE(normal.ok()) << normal.status().ToString();
+  EXPECT_EQ(normal->winner_id, Best().Id());
+  opt_.objective = "robust";
+  opt_.resume = false;
+  auto robust = Tune(opt_);
+  ASSERT_TRUE(robust.ok()) << robust.status().ToString();
+  EXPECT_EQ(robust->winner_id.rfind("filter_", 0), 0u) << robust->winner_id;
+  EXPECT_DOUBLE_EQ(robust->winner_us, 15.0);
+  // The adversarial measurements are stored with their input.
+  auto ms = cache_->Measurements(Device().fingerprint, nullptr);
+  ASSERT_TRUE(ms.ok());
+  std::set<std::string> dists;
+  for (const auto& m : *ms) dists.insert(m.input_dist);
+  for (const char* d : {"normal", "shifted", "plateau", "distinct16"}) EXPECT_TRUE(dists.count(d)) << d;
+  // With nothing collapsing, robust keeps the fastest.
+  eval_.radix_adversarial = 1.0;
+  auto flat = Tune(opt_);
+  ASSERT_TRUE(flat.ok());
+  EXPECT_EQ(flat->winner_id, Best().Id());
+  // A bad objective or input name is an error, not a silent default.
+  opt_.objective = "fastest";
+  EXPECT_EQ(Tune(opt_).status().code(), Code::kInvalidArgument);
+  opt_.objective = "robust";
+  opt_.robust_dists = {"nope"};
+  EXPECT_EQ(Tune(opt_).status().code(), Code::kInvalidArgument);
 }
 
 TEST_F(TunerTest, RetimingSeesThroughALuckySample) {

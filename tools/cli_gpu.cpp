@@ -144,6 +144,7 @@ struct TuneOpts {
   uint64_t seed = 1;
   std::string inject_faults;
   std::vector<std::string> families;
+  std::string objective = "robust";
 };
 
 struct ShapeOutcome {
@@ -200,6 +201,7 @@ int RunTune(const TuneOpts& o) {
       return Fail(kExitUsage, "--family: unknown kernel family '" + f + "'", "the families are: " + known);
     }
   to.families = o.families;
+  to.objective = o.objective;
   for (const auto& f : SplitComma(o.inject_faults)) {
     if (f != "crash" && f != "hang" && f != "wrong")
       return Fail(kExitUsage, "--inject-faults: unknown fault '" + f + "' (crash, hang, wrong)");
@@ -474,6 +476,11 @@ Command AddTune(CLI::App& root) {
   app->add_option("--seed", o->seed, "Seed of the inputs and of the search")->capture_default_str();
   app->add_flag("--no-resume", o->no_resume, "Measure every variant again instead of skipping finished ones");
   app->add_flag("--json", o->json, "One JSON object per progress event and a summary object, on stdout");
+  app->add_option("--objective", o->objective,
+                  "How the winner is chosen: robust (also timed on shifted, plateau and 16-valued inputs; the least "
+                  "max(time, worst adversarial time / 1.25)) or normal (the fastest on the benchmark input)")
+      ->check(CLI::IsMember({"robust", "normal"}))
+      ->capture_default_str();
   app->add_option("--family", o->families,
                   "Search only this kernel family (repeatable; default: all; topk-tune space lists them)");
   app->add_option("--inject-faults", o->inject_faults, "test only: crash,hang,wrong")->group("");

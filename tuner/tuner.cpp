@@ -9,12 +9,14 @@
 #include <fstream>
 #include <limits>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "cache/jit_adapter.hpp"
 #include "generator/source.hpp"
 #include "jit/kernel_store.hpp"
 #include "tuner/presets.hpp"
+#include "tuner/reference.hpp"
 #include "tuner/search.hpp"
 
 namespace topk::tuner {
@@ -158,7 +160,7 @@ StatusOr<std::pair<std::string, std::string>> Tuner::CubinFile(const std::shared
 }
 
 EvalResult Tuner::EvaluateConfig(const gen::Config& c, const std::string& variant_id, const gen::KernelSource& src,
-                                 const Problem& p, bool verify, Status* infra) {
+                                 const Problem& p, bool verify, Status* infra, const std::string& dist) {
   EvalResult res;
   auto file = CubinFile(Submit(src));
   if (!file.ok()) {
@@ -170,7 +172,7 @@ EvalResult Tuner::EvaluateConfig(const gen::Config& c, const std::string& varian
   r.config = c;
   r.variant_id = variant_id;
   r.problem = p;
-  r.dist = opt_.dist;
+  r.dist = dist.empty() ? opt_.dist : dist;
   r.adversarial_dist = opt_.adversarial_dist;
   r.seed = opt_.seed;
   r.verify = verify;
@@ -195,13 +197,14 @@ EvalResult Tuner::EvaluateConfig(const gen::Config& c, const std::string& varian
   return *e;
 }
 
-Status Tuner::Record(const gen::Config& c, const std::string& variant_id, const Problem& p, const EvalResult& r) {
+Status Tuner::Record(const gen::Config& c, const std::string& variant_id, const Problem& p, const EvalResult& r,
+                     const std::string& dist) {
   cache::Measurement m;
   m.device_fingerprint = device_.fingerprint;
   m.variant_id = variant_id;
   m.config = c;
   m.problem = p;
-  m.input_dist = opt_.dist;
+  m.input_dist = dist.empty() ? opt_.dist : dist;
   m.l2_mode = opt_.measure.l2_mode;
   m.outcome = r.outcome;
   m.median_us = r.samples.median;
@@ -228,6 +231,10 @@ StatusOr<ShapeSummary> Tuner::TuneShape(const Problem& p, int index, int count,
                                         const std::function<void(const ProgressEvent&)>& progress) {
   const auto t0 = Clock::now();
   TOPK_RETURN_IF_ERROR(ValidateTunable(p));
+  if (opt_.objective != "normal" && opt_.objective != "robust")
+    return Status(Code::kInvalidArgument, "TuneShape",
+                  "objective must be 'normal' or 'robust', got '" + opt_.objective + "'");
+  for (const std::string& d : opt_.robust_dists) TOPK_RETURN_IF_ERROR(ParseDist(d).status());
   ShapeSummary sum;
   sum.problem = p;
   gen::SpaceOptions space_options;
@@ -390,23 +397,61 @@ StatusOr<ShapeSummary> Tuner::TuneShape(const Problem& p, int index, int count,
   w.device_fingerprint = device_.fingerprint;
   w.problem = p;
   w.median_us = std::numeric_limits<double>::infinity();
+  // The candidates: the best few, and the best of every other family (a
+  // family slower on this input may be the one that does not collapse).
+  std::vector<const cache::Measurement*> cands;
+  std::set<std::string> families;
   const size_t top = std::min<size_t>(ok.size(), static_cast<size_t>(std::max(1, opt_.retime_top)));
-  for (size_t j = 0; j < top; ++j) {
-    const gen::Config& c = ok[j].config;
+  for (size_t j = 0; j < ok.size(); ++j)
+    if (j < top || (opt_.objective == "robust" && !families.count(ok[j].config.family))) {
+      cands.push_back(&ok[j]);
+      families.insert(ok[j].config.family);
+    }
+  struct Timed {
+    const cache::Measurement* m;
+    double normal = 0;
+    double worst = 0;  // over robust_dists; +inf when one failed
+  };
+  std::vector<Timed> timed;
+  auto evaluate = [&](const cache::Measurement& m, const std::string& dist, double* out) -> Status {
     Status infra;
-    const EvalResult r = EvaluateConfig(c, ok[j].variant_id, gen::GenerateSource(c), p, true, &infra);
+    const EvalResult r = EvaluateConfig(m.config, m.variant_id, gen::GenerateSource(m.config), p, true, &infra, dist);
     TOPK_RETURN_IF_ERROR(infra);
-    TOPK_RETURN_IF_ERROR(Record(c, ok[j].variant_id, p, r));
+    TOPK_RETURN_IF_ERROR(Record(m.config, m.variant_id, p, r, dist));
     ev.kind = ProgressEvent::kRetime;
-    ev.variant_id = ok[j].variant_id;
+    ev.variant_id = m.variant_id + (dist.empty() ? "" : " [" + dist + "]");
     ev.outcome = r.outcome;
     ev.median_us = r.samples.median;
     if (progress) progress(ev);
-    if (r.outcome == cache::Outcome::kOk && r.verified && r.samples.median < w.median_us) {
-      w.median_us = r.samples.median;
-      w.variant_id = ok[j].variant_id;
-      w.config = c;
-    }
+    const bool good = r.outcome == cache::Outcome::kOk && r.verified && r.samples.median > 0;
+    *out = good ? r.samples.median : std::numeric_limits<double>::infinity();
+    return Status::Ok();
+  };
+  for (const cache::Measurement* m : cands) {
+    Timed t{m};
+    TOPK_RETURN_IF_ERROR(evaluate(*m, "", &t.normal));
+    if (std::isinf(t.normal)) continue;
+    if (opt_.objective == "robust")
+      for (const std::string& d : opt_.robust_dists) {
+        double us = 0;
+        TOPK_RETURN_IF_ERROR(evaluate(*m, d, &us));
+        t.worst = std::max(t.worst, us);
+      }
+    timed.push_back(t);
+  }
+  // "normal": the fastest; "robust": the least max(normal, worst / collapse),
+  // ties to the faster on normal data.
+  auto score = [&](const Timed& t) {
+    return opt_.objective == "robust" ? std::max(t.normal, t.worst / std::max(opt_.collapse, 1.0)) : t.normal;
+  };
+  const Timed* best_t = nullptr;
+  for (const Timed& t : timed)
+    if (!best_t || score(t) < score(*best_t) || (score(t) == score(*best_t) && t.normal < best_t->normal))
+      best_t = &t;
+  if (best_t && !std::isinf(score(*best_t))) {
+    w.median_us = best_t->normal;
+    w.variant_id = best_t->m->variant_id;
+    w.config = best_t->m->config;
   }
   if (w.variant_id.empty()) {
     sum.message = "every re-timed candidate failed";

@@ -36,6 +36,15 @@ struct TuneOptions {
   std::vector<std::string> inject_faults;
   std::string tune_run;  // recorded with every measurement
   std::string workdir;   // where cubin files for the worker go
+  // How the winner is chosen among the re-timed candidates (the best few
+  // and the best of each family): "normal" is the fastest on `dist`;
+  // "robust" also times them on `robust_dists` and takes the least
+  // max(time on dist, worst time on robust_dists / collapse), so a
+  // candidate that stays within `collapse` x of its own time wins over a
+  // faster one that collapses on shifted or few-valued inputs.
+  std::string objective = "robust";
+  std::vector<std::string> robust_dists = {"shifted", "plateau", "distinct16"};
+  double collapse = 1.25;
   // Kernel families to search (gen::SpaceOptions::families); empty: all.
   // The default configuration is timed as the baseline whatever its family.
   std::vector<std::string> families;
@@ -87,9 +96,11 @@ class Tuner {
   struct Kernel;
   std::shared_ptr<Kernel> Submit(const gen::KernelSource& src);
   StatusOr<std::pair<std::string, std::string>> CubinFile(const std::shared_ptr<Kernel>& k);
+  // `dist` empty: the options' benchmark input.
   EvalResult EvaluateConfig(const gen::Config& c, const std::string& variant_id, const gen::KernelSource& src,
-                            const Problem& p, bool verify, Status* infra);
-  Status Record(const gen::Config& c, const std::string& variant_id, const Problem& p, const EvalResult& r);
+                            const Problem& p, bool verify, Status* infra, const std::string& dist = "");
+  Status Record(const gen::Config& c, const std::string& variant_id, const Problem& p, const EvalResult& r,
+                const std::string& dist = "");
 
   cache::Cache* cache_;
   jit::Compiler* compiler_;
