@@ -13,6 +13,7 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -1192,6 +1193,7 @@ class SqliteCache final : public Cache {
         w.baseline_us = Real(j, "baseline_us");
         w.baseline_name = Str(j, "baseline_name");
         w.updated = Str(j, "updated");
+        TOPK_RETURN_IF_ERROR(CheckImportedWinner(w));
         // The source's measurement id means nothing here: find the same
         // measurement in this file by its key (rows were applied in table
         // order, so it is already in), else record no measurement.
@@ -1211,6 +1213,7 @@ class SqliteCache final : public Cache {
         b.name = Str(j, "name");
         b.median_us = Real(j, "median_us");
         b.created = Str(j, "created");
+        TOPK_RETURN_IF_ERROR(CheckImportedTime("baseline " + b.name + " median_us", b.median_us, false));
         return WriteBaseline(b, WriteMode::kMerge);
       }
       throw FieldError("unknown table '" + table + "'");
@@ -1219,6 +1222,48 @@ class SqliteCache final : public Cache {
     } catch (const json::exception& e) {
       return InvalidArgument("ApplyRow", e.what());
     }
+  }
+
+  // A time from another file: finite, below kMaxPlausibleUs, and > 0 (or,
+  // where `zero_ok`, 0 for "not measured").
+  static Status CheckImportedTime(const std::string& what, double us, bool zero_ok) {
+    if (std::isfinite(us) && us < kMaxPlausibleUs && (us > 0 || (zero_ok && us == 0))) return Status::Ok();
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6g", us);
+    return InvalidArgument("ApplyRow", what + " " + buf + " is not a plausible time (finite, > 0" +
+                                           std::string(zero_ok ? " or 0" : "") + ", below 1e7 us)");
+  }
+
+  // The arch a row of device `fingerprint` was tuned for: sm_XY from the
+  // stored compute capability; sm_90 when the device is not stored (yet) or
+  // its capability is not one the generator knows.
+  gen::Arch StoredDeviceArch(const std::string& fingerprint) const {
+    auto s = Stmt::Prepare(db(), "SELECT cc_major, cc_minor FROM devices WHERE fingerprint = ?");
+    if (!s.ok()) return gen::Arch::Sm90();
+    auto row = s->Bind(fingerprint).Step();
+    if (!row.ok() || !*row) return gen::Arch::Sm90();
+    auto a = gen::Arch::FromName("sm_" + std::to_string(s->Int(0) * 10 + s->Int(1)));
+    return a.ok() ? *a : gen::Arch::Sm90();
+  }
+
+  // A winner from another file is held to what a tune would store: a valid
+  // problem, a variant valid for it on the device's arch, plausible times.
+  Status CheckImportedWinner(const Winner& w) const {
+    auto bad = [&](const std::string& why) {
+      return InvalidArgument("ApplyRow", "winner " + w.variant_id.substr(0, 80) + " for " + w.problem.ToString() +
+                                             ": " + why);
+    };
+    if (Status p = w.problem.Validate(); !p.ok()) return bad(p.message());
+    auto config = gen::Config::FromId(w.variant_id);
+    if (!config.ok()) return bad(config.status().message());
+    const gen::Arch arch = StoredDeviceArch(w.device_fingerprint);
+    if (Status v = gen::ValidateFor(*config, arch, w.problem); !v.ok())
+      return bad("variant not valid on " + arch.Name() + ": " + (v.where().empty() ? "" : v.where() + ": ") +
+                 v.message());
+    if (Status t = CheckImportedTime("median_us", w.median_us, false); !t.ok()) return bad(t.message());
+    if (Status t = CheckImportedTime("default_us", w.default_us, true); !t.ok()) return bad(t.message());
+    if (Status t = CheckImportedTime("baseline_us", w.baseline_us, true); !t.ok()) return bad(t.message());
+    return Status::Ok();
   }
 
   // Every row as one JSON line; `what` names the destination in errors.

@@ -127,6 +127,10 @@ struct Winner {
   std::string updated;
 };
 
+// Import and merge refuse winner and baseline times at or above this (an
+// hour and more per call is a unit error or a corrupt row, not a kernel).
+constexpr double kMaxPlausibleUs = 1e7;
+
 // A baseline time recorded next to the tuning results (e.g. torch.topk
 // measured by bench/compare_torch.py, or the CUB sort baseline).
 struct Baseline {

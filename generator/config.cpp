@@ -166,9 +166,12 @@ StatusOr<Arch> Arch::FromName(std::string_view name) {
   if (s.substr(0, 3) == "sm_") s = s.substr(3);
   int cc = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), cc);
-  if (ec != std::errc() || p != s.data() + s.size() || cc < 80)
+  // Up to sm_120 (Blackwell): a larger number is a typo, not a future GPU
+  // whose limits we could know.
+  if (ec != std::errc() || p != s.data() + s.size() || cc < 80 || cc > kMaxArchCc)
     return Status(Code::kInvalidArgument, "Arch::FromName",
-                  "unsupported architecture '" + std::string(name) + "' (need sm_80 or newer, e.g. sm_90)");
+                  "unsupported architecture '" + std::string(name.substr(0, 32)) + "' (need sm_80 to sm_" +
+                      std::to_string(kMaxArchCc) + ", e.g. sm_90)");
   Arch a = cc >= 90 ? Sm90() : Sm80();
   a.cc_major = cc / 10;
   a.cc_minor = cc % 10;

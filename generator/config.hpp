@@ -67,7 +67,9 @@ struct Arch {
   std::string Name() const { return "sm_" + std::to_string(cc_major * 10 + cc_minor); }
   static Arch Sm80();
   static Arch Sm90();
-  static StatusOr<Arch> FromName(std::string_view name);  // "sm_80", "sm_90", "90"
+  // "sm_80", "sm_90", "90": sm_80 up to sm_<kMaxArchCc>.
+  static StatusOr<Arch> FromName(std::string_view name);
+  static constexpr int kMaxArchCc = 120;
 };
 
 // Checks a Config against the constraints of its family and the arch. The

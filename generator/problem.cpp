@@ -1,4 +1,5 @@
 // The public value types of include/topk/topk.hpp that every layer uses.
+#include <cctype>
 #include <cstdlib>
 #include <sstream>
 
@@ -17,12 +18,17 @@ const char* DTypeName(DType dtype) {
 
 int DTypeSize(DType dtype) { return dtype == DType::kF32 ? 4 : 2; }
 
-StatusOr<DType> ParseDType(std::string_view name) {
+StatusOr<DType> ParseDType(std::string_view raw) {
+  // Case-insensitive: "F32", "BFloat16" and "bf16" name the same type.
+  std::string lower(raw);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string_view name = lower;
   if (name == "f32" || name == "fp32" || name == "float32" || name == "float") return DType::kF32;
   if (name == "f16" || name == "fp16" || name == "float16" || name == "half") return DType::kF16;
   if (name == "bf16" || name == "bfloat16") return DType::kBF16;
   return Status(Code::kInvalidArgument, "ParseDType",
-                "unknown dtype '" + std::string(name) + "' (use f32, f16 or bf16)");
+                "unknown dtype '" + std::string(raw).substr(0, 32) +
+                    "' (use f32, f16 or bf16; aliases fp32, float32, float, fp16, float16, half, bfloat16)");
 }
 
 const char* DispatchSourceName(DispatchSource source) {
@@ -48,6 +54,11 @@ std::string Problem::ToString() const {
 Status Problem::Validate() const {
   constexpr int64_t kMax = (1LL << 31) - 1;
   auto bad = [](const std::string& m) { return Status(Code::kInvalidArgument, "Problem", m); };
+  // An enum read from a file or cast from an integer may hold any value.
+  const int dt = static_cast<int>(dtype);
+  if (dt != static_cast<int>(DType::kF32) && dt != static_cast<int>(DType::kF16) &&
+      dt != static_cast<int>(DType::kBF16))
+    return bad("dtype " + std::to_string(dt) + " is not f32, f16 or bf16");
   if (batch < 0) return bad("batch must be >= 0, got " + std::to_string(batch));
   if (batch > kMax) return bad("batch must be < 2^31, got " + std::to_string(batch));
   if (n < 1) return bad("n must be >= 1, got " + std::to_string(n));

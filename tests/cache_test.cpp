@@ -1355,5 +1355,74 @@ TEST(CacheTest, IntegrityCheckPassesOnHealthyFile) {
   EXPECT_TRUE(s.ok()) << s.ToString();
 }
 
+// Import and merge hold winners to what a tune would store: a variant valid
+// for the shape on the device's arch, and plausible times.
+TEST(CacheImportValidationTest, ImplausibleWinnersAreRefusedAndNothingChanges) {
+  const Problem p = MakeProblem(64, 32768, 2048);
+  struct Case {
+    std::string name;
+    Winner w;
+    std::string expected;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"negative", MakeWinner("gpu-v", MakeConfig(512), p, -5), "median_us"});
+  cases.push_back({"huge", MakeWinner("gpu-v", MakeConfig(512), p, 1e308), "median_us"});
+  cases.push_back({"nan-default", MakeWinner("gpu-v", MakeConfig(512), p, 40), "default_us"});
+  cases.back().w.default_us = std::nan("");
+  cases.push_back({"block1000", MakeWinner("gpu-v", MakeConfig(1000), p, 40), "not valid on sm_90"});
+  cases.push_back({"dtype", MakeWinner("gpu-v", MakeConfig(512), MakeProblem(64, 32768, 2048, DType::kBF16), 40),
+                   "not valid"});
+  for (const auto& c : cases) {
+    const std::string src_path = TempPath("valid-src-" + c.name + ".db");
+    auto src = OpenOrDie(src_path);
+    ASSERT_TRUE(src);
+    ASSERT_TRUE(src->PutDevice(MakeDevice("gpu-v")).ok());
+    ASSERT_TRUE(src->PutWinner(c.w).ok()) << c.name;  // the writer's own API does not judge
+    const std::string jsonl = TempPath("valid-" + c.name + ".jsonl");
+    ASSERT_TRUE(src->ExportJsonl(jsonl, false).ok());
+    int line = 0;
+    const std::vector<std::string> lines = ReadLines(jsonl);
+    for (size_t i = 0; i < lines.size(); ++i)
+      if (lines[i].find(R"("table":"winners")") != std::string::npos) line = static_cast<int>(i) + 1;
+    ASSERT_GT(line, 0);
+
+    auto dst = OpenOrDie(TempPath("valid-dst-" + c.name + ".db"));
+    ASSERT_TRUE(dst);
+    Status s = dst->ImportJsonl(jsonl);
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << c.name << ": " << s.ToString();
+    EXPECT_NE(s.message().find(jsonl + ":" + std::to_string(line) + ":"), std::string::npos) << s.ToString();
+    EXPECT_NE(s.message().find(c.expected), std::string::npos) << c.name << ": " << s.ToString();
+    Status m = dst->Merge(src_path);
+    EXPECT_EQ(m.code(), Code::kInvalidArgument) << c.name << ": " << m.ToString();
+    EXPECT_NE(m.message().find(c.expected), std::string::npos) << c.name << ": " << m.ToString();
+    // All or nothing: not even the device row went in.
+    auto devices = dst->Devices();
+    ASSERT_TRUE(devices.ok());
+    EXPECT_TRUE(devices->empty()) << c.name;
+    auto winners = dst->Winners("");
+    ASSERT_TRUE(winners.ok());
+    EXPECT_TRUE(winners->empty()) << c.name;
+  }
+}
+
+TEST(CacheImportValidationTest, TheDevicesArchDecidesValidity) {
+  // A cluster of 8 needs sm_90; on an sm_80 device the same winner is refused.
+  const Problem p = MakeProblem(64, 32768, 2048);
+  for (const auto& [cc, ok] : std::vector<std::pair<int, bool>>{{90, true}, {80, false}}) {
+    const std::string src_path = TempPath("arch-src-" + std::to_string(cc) + ".db");
+    auto src = OpenOrDie(src_path);
+    ASSERT_TRUE(src);
+    DeviceRecord d = MakeDevice("gpu-arch");
+    d.cc_major = cc / 10;
+    d.cc_minor = 0;
+    ASSERT_TRUE(src->PutDevice(d).ok());
+    ASSERT_TRUE(src->PutWinner(MakeWinner("gpu-arch", MakeConfig(512, 2), p, 40)).ok());
+    auto dst = OpenOrDie(TempPath("arch-dst-" + std::to_string(cc) + ".db"));
+    ASSERT_TRUE(dst);
+    Status s = dst->Merge(src_path);
+    EXPECT_EQ(s.ok(), ok) << cc << ": " << s.ToString();
+  }
+}
+
 }  // namespace
 }  // namespace topk::cache

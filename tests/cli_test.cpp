@@ -12,12 +12,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <functional>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 
 #include "cache/cache.hpp"
@@ -63,7 +66,7 @@ std::string DefaultDb() { return Sandbox() + "/default-from-env.db"; }
 
 // env_over replaces variables; the names in env_unset are removed.
 Result RunCli(const std::vector<std::string>& args, const std::map<std::string, std::string>& env_over = {},
-              const std::vector<std::string>& env_unset = {}) {
+              const std::vector<std::string>& env_unset = {}, const std::string& stdin_path = "/dev/null") {
   const std::string bin = topk::testing::BinDir() + "/topk-tune";
   const std::string out = TempPath("stdout.txt"), err = TempPath("stderr.txt");
   std::map<std::string, std::string> env;
@@ -90,7 +93,7 @@ Result RunCli(const std::vector<std::string>& args, const std::map<std::string, 
   argv.push_back(nullptr);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 0, stdin_path.c_str(), O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   pid_t pid = -1;
@@ -309,7 +312,7 @@ TEST(CliUsageTest, BadTuneInputIsRefusedBeforeAnythingIsWritten) {
       {{"--shapes", bad_json}, "shape 0"},
       {{"--shapes", not_json}, "not valid JSON"},
       {{"--shapes", range_json}, "k must be >= 1"},
-      {{"--shapes", TempPath("missing.json")}, "cannot read"},
+      {{"--shapes", TempPath("missing.json")}, "does not exist"},
       {{"--shape", "f32:1x0:5"}, "n must be >= 1"},
       {{"--shape", "f32:4x100:-1"}, "k must be >= 0"},
       {{"--shape", "f32:4x100:0"}, "k must be >= 1"},
@@ -942,6 +945,251 @@ TEST(CliCachePathTest, RelativeXdgCacheHomeIsIgnored) {
   EXPECT_EQ(r.code, kOk) << Describe(r);
   EXPECT_TRUE(fs::exists(home + "/.cache/topk-tune/tuning.db"));
   EXPECT_FALSE(fs::exists(cwd + "/relative"));
+}
+
+// ---------------------------------------------------------------- bounded input
+
+TEST(CliInputTest, ShapeFilesMustBeSmallRegularFilesWithKnownKeys) {
+  const std::string db = TempPath("never-shapes.db");
+  const std::string big = TempPath("big.json");
+  {
+    std::ofstream f(big);
+    f << "[" << std::string(2 << 20, ' ') << "]";
+  }
+  const std::string typo = TempPath("typo.json");
+  std::ofstream(typo) << R"({"l2mode": "rotate", "shapes": [{"batch": 4, "n": 1024, "k": 8}]})";
+  const std::string dist = TempPath("dist.json");
+  std::ofstream(dist) << R"({"dist": "gaussian", "shapes": [{"batch": 4, "n": 1024, "k": 8}]})";
+  const std::string empty = TempPath("empty-shapes.json");
+  std::ofstream(empty) << "";
+  struct Case {
+    std::string file;
+    std::vector<std::string> messages;
+    std::vector<std::string> absent;
+  };
+  const std::vector<Case> cases = {
+      {"/dev/zero", {"not a regular file"}, {}},
+      {big, {"limit is 1048576"}, {}},
+      {TempPath("missing.json"), {"does not exist"}, {"format"}},
+      {typo, {"unknown key \"l2mode\"", "l2_mode"}, {}},
+      {dist, {dist, "\"dist\""}, {"--dist"}},
+      {empty, {"empty"}, {}},
+  };
+  for (const auto& c : cases) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const Result r = RunCli({"tune", "--db", db, "--shapes", c.file});
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5)) << c.file;
+    EXPECT_EQ(r.code, kUsage) << c.file << "\n" << Describe(r);
+    for (const auto& m : c.messages) EXPECT_TRUE(Contains(r.err, m)) << c.file << ": no '" << m << "' in\n" << r.err;
+    for (const auto& m : c.absent) EXPECT_FALSE(Contains(r.err, m)) << c.file << ": '" << m << "' in\n" << r.err;
+    EXPECT_FALSE(fs::exists(db));
+  }
+}
+
+TEST(CliInputTest, ArgumentsOutOfRangeAreUsageErrors) {
+  const std::string db = TempPath("never-args.db");
+  const std::string huge(400, '9');
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"space", "--shape", "f32:4x1024:8", "--arch", "sm_999"}, "sm_120"},
+      {{"space", "--shape", "f32:4x1024:8", "--limit", "-5"}, "--limit"},
+      {{"space", "--shape", "f32:4x1024:8", "--limit", "99999999999999999999"}, "--limit"},
+      {{"space", "--shape", "f32:4x1024:8:smallest:largest"}, "contradict"},
+      {{"space", "--shape", "f32:4x1024:8:ranges:ranges"}, "appears twice"},
+      {{"space", "--shape", "f32:4x1024:8:stride=2048:stride=4096"}, "appears twice"},
+      {{"space", "--shape", "f32:4x32768:20000:sorted"}, "16384"},
+      {{"tune", "--db", db, "--budget", "nan"}, "--budget"},
+      {{"tune", "--db", db, "--budget", "inf"}, "--budget"},
+      {{"tune", "--db", db, "--seed", "-1"}, "--seed"},
+      {{"tune", "--db", db, "--seed", "99999999999999999999999"}, "--seed"},
+      {{"tune", "--db", db, "--retime", huge}, "--retime"},
+      {{"tune", "--db", db, "--timeout", huge}, "--timeout"},
+      {{"tune", "--db", db, "--max-candidates", "-1"}, "--max-candidates"},
+  };
+  for (const auto& c : cases) {
+    const Result r = RunCli(c.args);
+    std::string line;
+    for (const auto& a : c.args) line += a.substr(0, 30) + " ";
+    EXPECT_EQ(r.code, kUsage) << line << "\n" << Describe(r);
+    EXPECT_TRUE(Contains(r.err, c.message)) << line << ": expected '" << c.message << "' in:\n" << r.err;
+    EXPECT_FALSE(Contains(r.err, std::string(40, '9'))) << line << ": echoes the whole value:\n" << r.err;
+    EXPECT_LT(r.err.size(), 1200u) << line << "\n" << r.err;
+    // Every usage error says what to do next on a second line.
+    EXPECT_TRUE(Contains(r.err, "\n  ")) << line << ": no hint in\n" << r.err;
+  }
+  EXPECT_FALSE(fs::exists(db));
+}
+
+TEST(CliInputTest, DtypeNamesAreCaseInsensitive) {
+  for (const std::string dt : {"F32", "Float32", "BF16", "bfloat16", "FP16", "half"}) {
+    const Result r = RunCli({"space", "--shape", dt + ":4x1024:8", "--json"});
+    EXPECT_EQ(r.code, kOk) << dt << "\n" << Describe(r);
+  }
+}
+
+TEST(CliInputTest, UsageErrorsSayWhatToDoNext) {
+  const std::vector<std::vector<std::string>> cases = {
+      {"export", "--db", Fixture()},
+      {"import", "--db", TempPath("x.db")},
+      {"merge", "--db", TempPath("x.db")},
+      {"emit", "--default"},
+      {"emit", "--variant", "radix_f32_b512_r11_h0_s4096_c1_t1_m1", "--arch", "sm_70"},
+      {"space", "--shape", "f32:4x1024:8", "--arch", "sm_999"},
+  };
+  for (const auto& args : cases) {
+    const Result r = RunCli(args);
+    EXPECT_EQ(r.code, kUsage) << args[0] << "\n" << Describe(r);
+    EXPECT_TRUE(Contains(r.err, "\n  ")) << args[0] << ": no hint line in\n" << r.err;
+  }
+}
+
+// ---------------------------------------------------------------- messages
+
+TEST(CliMessagesTest, AnEmptyCacheFileIsCalledEmpty) {
+  const std::string empty = TempPath("empty.db");
+  std::ofstream(empty) << "";
+  const Result r = RunCli({"show", "--db", empty});
+  EXPECT_EQ(r.code, kCache) << Describe(r);
+  EXPECT_TRUE(Contains(r.err, "empty")) << r.err;
+  EXPECT_FALSE(Contains(r.err, "newer")) << r.err;
+}
+
+TEST(CliMessagesTest, ReportRefusesAnUnknownFingerprintLikeShow) {
+  const std::string out = TempPath("report-nope");
+  const Result show = RunCli({"show", "--db", Fixture(), "--device-fingerprint", "nope"});
+  const Result report = RunCli({"report", "--db", Fixture(), "--out", out, "--device-fingerprint", "nope"});
+  EXPECT_EQ(show.code, kUsage) << Describe(show);
+  EXPECT_EQ(report.code, kUsage) << Describe(report);
+  EXPECT_EQ(report.err, show.err);
+  EXPECT_FALSE(fs::exists(out + "/report.html"));
+}
+
+// ---------------------------------------------------------------- import validation
+
+// The fixture exported, with its first winner row changed by `edit`.
+std::string ExportWithEditedWinner(const std::string& name, const std::function<void(json&)>& edit, int* line_no) {
+  const std::string jsonl = TempPath(name + ".src.jsonl");
+  EXPECT_EQ(RunCli({"export", "--db", Fixture(), "--out", jsonl, "--no-binaries"}).code, kOk);
+  std::ifstream in(jsonl);
+  std::ostringstream out;
+  std::string line;
+  bool done = false;
+  for (int no = 1; std::getline(in, line); ++no) {
+    json j = json::parse(line);
+    if (!done && j["table"] == "winners") {
+      edit(j);
+      line = j.dump();
+      done = true;
+      *line_no = no;
+    }
+    out << line << "\n";
+  }
+  const std::string path = TempPath(name + ".jsonl");
+  std::ofstream(path) << out.str();
+  return path;
+}
+
+TEST(CliImportValidationTest, ImplausibleWinnersAreRefusedNamingTheLine) {
+  struct Case {
+    std::string name;
+    std::function<void(json&)> edit;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"negative", [](json& j) { j["median_us"] = -5.0; }, "median_us"},
+      {"huge", [](json& j) { j["median_us"] = 1e308; }, "median_us"},
+      {"block1000", [](json& j) {
+         j["variant_id"] = std::regex_replace(j["variant_id"].get<std::string>(), std::regex("_b[0-9]+_"), "_b1000_");
+       }, "not valid"},
+      {"dtype", [](json& j) {
+         // The same variant for the same shape in the other dtype.
+         std::string key = j["problem"];
+         const size_t f = key.find("f32");
+         j["problem"] = f != std::string::npos ? key.replace(f, 3, "bf16") : key.replace(key.find("bf16"), 4, "f32");
+       }, "not valid"},
+  };
+  for (const auto& c : cases) {
+    int line_no = 0;
+    const std::string file = ExportWithEditedWinner(c.name, c.edit, &line_no);
+    const std::string target = TempPath("validated-" + c.name + ".db");
+    const Result r = RunCli({"import", file, "--db", target});
+    EXPECT_EQ(r.code, kUsage) << c.name << "\n" << Describe(r);
+    EXPECT_TRUE(Contains(r.err, ":" + std::to_string(line_no) + ":")) << c.name << " line " << line_no << "\n" << r.err;
+    EXPECT_TRUE(Contains(r.err, c.message)) << c.name << "\n" << r.err;
+    EXPECT_FALSE(fs::exists(target)) << c.name;
+    // Atomic: an existing cache keeps its rows.
+    const std::string existing = TempPath("existing-" + c.name + ".db");
+    fs::copy_file(Fixture(), existing, fs::copy_options::overwrite_existing);
+    const json before = ShowJson(existing);
+    EXPECT_EQ(RunCli({"import", file, "--db", existing}).code, kUsage) << c.name;
+    EXPECT_EQ(ShowJson(existing)["devices"], before["devices"]) << c.name;
+  }
+}
+
+// ---------------------------------------------------------------- --json, --quiet, stdio
+
+TEST(CliJsonTest, EveryOutcomeIsOneJsonObjectWithTheExitCode) {
+  const std::string db = TempPath("never-json.db");
+  struct Case {
+    std::vector<std::string> args;
+    int code;
+  };
+  const std::vector<Case> cases = {
+      {{"show", "--db", Fixture(), "--json"}, kOk},
+      {{"space", "--shape", "f32:4x1024:8", "--json"}, kOk},
+      {{"emit", "--default", "--shape", "f32:4x1024:8", "--json"}, kOk},
+      {{"show", "--db", TempPath("missing.db"), "--json"}, kCache},
+      {{"tune", "--db", db, "--shape", "f32:4x100:0", "--json"}, kUsage},
+      {{"tune", "--db", db, "--no-such-flag", "--json"}, kUsage},
+      {{"--json", "nonsense"}, kUsage},
+      {{"tune", "--db", db, "--shape", "f32:4x1024:8", "--json"}, kNoGpu},
+      {{"devices", "--json"}, kNoGpu},
+      {{"tune", "--db", db, "--preset", "smoke", "--shard", "5/8", "--json"}, kOk},
+      {{"--json", "report", "--db", Fixture(), "--out", TempPath("json-report")}, kOk},
+  };
+  for (const auto& c : cases) {
+    const Result r = RunCli(c.args);
+    std::string line;
+    for (const auto& a : c.args) line += a + " ";
+    EXPECT_EQ(r.code, c.code) << line << "\n" << Describe(r);
+    const json j = json::parse(r.out, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << line << ": stdout is not one JSON object:\n" << r.out;
+    EXPECT_EQ(j.value("exit_code", -1), c.code) << line;
+    EXPECT_EQ(j.value("ok", c.code != kOk), c.code == kOk) << line;
+    if (c.code != kOk) {
+      EXPECT_FALSE(j.value("error", "").empty()) << line;
+      EXPECT_FALSE(j.value("hint", "").empty()) << line;
+    }
+  }
+  EXPECT_FALSE(fs::exists(db));
+}
+
+TEST(CliJsonTest, QuietSilencesInformationalMessages) {
+  const std::string out = TempPath("quiet.cu");
+  Result r = RunCli({"emit", "--default", "--shape", "f32:4x1024:8", "-o", out, "--quiet"});
+  EXPECT_EQ(r.code, kOk) << Describe(r);
+  EXPECT_EQ(r.err, "");
+  r = RunCli({"--quiet", "emit", "--default", "--shape", "f32:4x1024:8", "-o", out});
+  EXPECT_EQ(r.code, kOk) << Describe(r);
+  EXPECT_EQ(r.err, "");
+  r = RunCli({"emit", "--default", "--shape", "f32:4x1024:8", "-o", out});
+  EXPECT_TRUE(Contains(r.err, "wrote")) << r.err;
+}
+
+TEST(CliJsonTest, ExportToStdoutAndImportFromStdin) {
+  const std::string jsonl = TempPath("stdout-export.jsonl");
+  Result r = RunCli({"export", "--db", Fixture(), "--out", "-", "--no-binaries"});
+  ASSERT_EQ(r.code, kOk) << Describe(r);
+  EXPECT_EQ(json::parse(r.out.substr(0, r.out.find('\n')))["table"], "meta");
+  std::ofstream(jsonl) << r.out;
+  const std::string copy = TempPath("from-stdin.db");
+  r = RunCli({"import", "-", "--db", copy}, {}, {}, jsonl);
+  ASSERT_EQ(r.code, kOk) << Describe(r);
+  EXPECT_TRUE(Contains(r.out, "3 (+3) winners")) << r.out;
+  EXPECT_EQ(ShowJson(copy)["devices"], ShowJson(Fixture())["devices"]);
 }
 
 }  // namespace

@@ -538,5 +538,31 @@ TEST(ProblemTest, ValidateNamesTheField) {
   EXPECT_FALSE(ParseDType("int8").ok());
 }
 
+TEST(ArchTest, FromNameAcceptsSm80ToSm120Only) {
+  for (const char* ok : {"sm_80", "sm_86", "sm_90", "sm_100", "sm_120", "90"})
+    EXPECT_TRUE(Arch::FromName(ok).ok()) << ok;
+  for (const char* bad : {"sm_999", "sm_121", "sm_70", "sm_", "sm_90a", "99999999999999999999"}) {
+    auto a = Arch::FromName(bad);
+    ASSERT_FALSE(a.ok()) << bad;
+    EXPECT_NE(a.status().message().find("sm_120"), std::string::npos) << a.status().ToString();
+  }
+}
+
+TEST(ProblemTest, ValidateRefusesAnOutOfRangeDtype) {
+  Problem p = Prob(DType::kF32, 1, 1024, 8);
+  EXPECT_TRUE(p.Validate().ok());
+  p.dtype = static_cast<DType>(7);
+  Status s = p.Validate();
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("dtype"), std::string::npos) << s.ToString();
+}
+
+TEST(ProblemTest, DtypeNamesAreCaseInsensitive) {
+  for (const char* n : {"F32", "Float32", "FLOAT", "fp32"}) EXPECT_EQ(*ParseDType(n), DType::kF32) << n;
+  for (const char* n : {"BF16", "BFloat16"}) EXPECT_EQ(*ParseDType(n), DType::kBF16) << n;
+  for (const char* n : {"F16", "Half", "FP16"}) EXPECT_EQ(*ParseDType(n), DType::kF16) << n;
+  EXPECT_FALSE(ParseDType("f64").ok());
+}
+
 }  // namespace
 }  // namespace topk::gen

@@ -1,6 +1,9 @@
 // The subcommands that only read or combine cache files: `show`, `report`,
 // `export`, `import` and `merge`. None needs a GPU.
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -51,6 +54,10 @@ std::string CountsLine(const Counts& a, const Counts& b) {
          d(a.winners, b.winners) + " winners, " + d(a.baselines, b.baselines) + " baselines";
 }
 
+json CountsJson(const Counts& n) {
+  return {{"devices", n.devices}, {"measurements", n.measurements}, {"winners", n.winners}, {"baselines", n.baselines}};
+}
+
 std::string UtcNow() {
   const std::time_t t = std::time(nullptr);
   std::tm tm{};
@@ -67,6 +74,27 @@ bool ShapeLess(const Problem& a, const Problem& b) {
   return key(a) < key(b);
 }
 
+// kExitOk when `fingerprint` is empty or names a device of the cache (or
+// one that has winners); else the usage error listing the known ones.
+int RequireKnownDevice(const cache::Cache& c, const std::string& fingerprint, const std::string& db) {
+  if (fingerprint.empty()) return kExitOk;
+  auto devices = c.Devices();
+  auto winners = c.Winners(fingerprint);
+  if (!devices.ok()) return Fail(kExitCache, "cannot read '" + db + "': " + devices.status().ToString());
+  if (!winners.ok()) return Fail(kExitCache, "cannot read '" + db + "': " + winners.status().ToString());
+  std::string known;
+  for (const auto& d : *devices) {
+    if (d.fingerprint == fingerprint) return kExitOk;
+    known += "\n  " + d.fingerprint;
+  }
+  if (!winners->empty()) return kExitOk;
+  return Fail(kExitUsage, "no device with fingerprint '" + Clip(fingerprint, 80) + "' in '" + db + "'",
+              known.empty() ? "the cache has no devices yet" : "the cache has:" + known);
+}
+
+// A path or "-": stdin / stdout.
+bool IsStdio(const std::string& path) { return path == "-"; }
+
 }  // namespace
 
 // ---------------------------------------------------------------- show
@@ -76,7 +104,6 @@ Command AddShow(CLI::App& root) {
     std::string db;
     std::string fingerprint;
     bool all = false;
-    bool json = false;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* app = root.add_subcommand("show", "Show the tuned winners stored in the cache (no GPU needed)");
@@ -84,7 +111,6 @@ Command AddShow(CLI::App& root) {
   auto* fp = app->add_option("--device-fingerprint", o->fingerprint, "Only this device (see `topk-tune devices`)");
   auto* all = app->add_flag("--all", o->all, "Every device in the cache (the default)");
   fp->excludes(all);
-  app->add_flag("--json", o->json, "One JSON object instead of the tables");
   app->footer("Example: topk-tune show --db tuning.db\nOpens the cache read-only: never creates or changes a file.");
   auto run = [o]() -> int {
     std::string db;
@@ -97,14 +123,9 @@ Command AddShow(CLI::App& root) {
     auto baselines = (*c)->Baselines(o->fingerprint);
     for (const Status* s : {&devices.status(), &winners.status(), &baselines.status()})
       if (!s->ok()) return Fail(kExitCache, "cannot read '" + db + "': " + s->ToString());
+    if (const int rc = RequireKnownDevice(**c, o->fingerprint, db); rc != kExitOk) return rc;
     std::map<std::string, cache::DeviceRecord> by_fp;
     for (const auto& d : *devices) by_fp[d.fingerprint] = d;
-    if (!o->fingerprint.empty() && !by_fp.count(o->fingerprint) && winners->empty()) {
-      std::string known;
-      for (const auto& [f, d] : by_fp) known += "\n  " + f;
-      return Fail(kExitUsage, "no device with fingerprint '" + o->fingerprint + "' in '" + db + "'",
-                  known.empty() ? "the cache has no devices yet" : "the cache has:" + known);
-    }
     // Winners grouped by device, in shape order.
     std::map<std::string, std::vector<cache::Winner>> groups;
     for (const auto& w : *winners) groups[w.device_fingerprint].push_back(w);
@@ -120,7 +141,7 @@ Command AddShow(CLI::App& root) {
       if (it != torch.end()) return it->second;
       return w.baseline_name == report::kTorchBaseline ? w.baseline_us : 0.0;
     };
-    if (o->json) {
+    if (Global().json) {
       json out = {{"db", db}, {"devices", json::array()}};
       for (auto& [f, list] : groups) {
         json d = {{"fingerprint", f}};
@@ -147,8 +168,7 @@ Command AddShow(CLI::App& root) {
         d["winners"] = std::move(ws);
         out["devices"].push_back(std::move(d));
       }
-      std::cout << out.dump(2) << "\n";
-      return kExitOk;
+      return JsonResult(std::move(out));
     }
     if (groups.empty()) {
       std::cout << "No winners in " << db << (o->fingerprint.empty() ? "" : " for " + o->fingerprint)
@@ -211,6 +231,7 @@ Command AddReport(CLI::App& root) {
     int code = kExitOk;
     auto c = OpenForReading(db, &code);
     if (!c.ok()) return code;
+    if (const int rc = RequireKnownDevice(**c, o->fingerprint, db); rc != kExitOk) return rc;
     auto in = report::LoadReportInput(**c, o->fingerprint);
     if (!in.ok()) return Fail(kExitCache, "cannot read '" + db + "': " + in.status().ToString());
     in->title = o->title;
@@ -219,6 +240,12 @@ Command AddReport(CLI::App& root) {
     std::vector<std::string> written;
     if (Status s = report::WriteReport(files, o->out, &written); !s.ok())
       return Fail(kExitError, s.message(), "pass --out with a writable directory");
+    if (Global().json)
+      return JsonResult({{"db", db},
+                         {"files", written},
+                         {"winners", in->winners.size()},
+                         {"measurements", in->measurements.size()},
+                         {"baselines", in->baselines.size()}});
     for (const auto& p : written) std::cout << "wrote " << p << "\n";
     std::cout << in->winners.size() << " winners, " << in->measurements.size() << " measurements, "
               << in->baselines.size() << " baselines from " << db << ". Open " << written[0] << " in a browser.\n";
@@ -238,13 +265,28 @@ Command AddExport(CLI::App& root) {
   auto o = std::make_shared<Opts>();
   CLI::App* app = root.add_subcommand("export", "Write the cache as JSON Lines (for sharing or review)");
   AddDbOption(app, &o->db, kDbHelp);
-  app->add_option("-o,--out", o->out, "The .jsonl file to write (required)");
+  app->add_option("-o,--out", o->out, "The .jsonl file to write (required; - for stdout)");
   app->add_flag("--no-binaries", o->no_binaries, "Leave the compiled cubins out (much smaller; they recompile)");
   app->footer("Example: topk-tune export --db tuning.db --out tuning.jsonl --no-binaries");
   auto run = [o]() -> int {
     std::string db;
     if (const int rc = ResolveCachePath(o->db, &db); rc != kExitOk) return rc;
-    if (o->out.empty()) return Fail(kExitUsage, "export needs --out FILE.jsonl");
+    if (o->out.empty())
+      return Fail(kExitUsage, "export needs --out FILE.jsonl", "pass --out FILE.jsonl, or --out - for stdout");
+    if (IsStdio(o->out)) {
+      if (Global().json)
+        return Fail(kExitUsage, "--out - writes the rows to stdout, where --json puts its result",
+                    "pass --out FILE.jsonl with --json, or drop --json");
+      int code = kExitOk;
+      auto c = OpenForReading(db, &code);
+      if (!c.ok()) return code;
+      if (Status s = (*c)->WriteJsonl(std::cout, !o->no_binaries); !s.ok())
+        return Fail(kExitCache, "export of '" + db + "' failed: " + s.ToString(), "the output is incomplete");
+      std::cout.flush();
+      const Counts n = CountRows(**c);
+      Info("topk-tune: exported " + CountsLine(n, n) + " to stdout");
+      return kExitOk;
+    }
     // Same device and inode: the same path, a symbolic or a hard link.
     if (SameFile(o->out, db))
       return Fail(kExitUsage, "--out '" + o->out + "' is the tuning cache '" + db + "' itself: the export would replace it",
@@ -261,6 +303,12 @@ Command AddExport(CLI::App& root) {
     if (!s.ok()) return Fail(kExitCache, "export of '" + db + "' failed: " + s.ToString(), "no file was written");
     const Counts n = CountRows(**c);
     const auto size = fs::file_size(o->out, ec);
+    if (Global().json)
+      return JsonResult({{"db", db},
+                         {"out", o->out},
+                         {"counts", CountsJson(n)},
+                         {"binaries", !o->no_binaries},
+                         {"bytes", ec ? 0 : static_cast<int64_t>(size)}});
     std::cout << "exported " << CountsLine(n, n) << (o->no_binaries ? "" : " and the binaries") << " to " << o->out
               << " (" << FormatBytes(ec ? 0 : static_cast<int64_t>(size)) << ")\n";
     return kExitOk;
@@ -275,7 +323,7 @@ Command AddImport(CLI::App& root) {
   };
   auto o = std::make_shared<Opts>();
   CLI::App* app = root.add_subcommand("import", "Add the rows of an exported .jsonl file to the cache");
-  app->add_option("file", o->in, "The .jsonl file (from `topk-tune export`; required)");
+  app->add_option("file", o->in, "The .jsonl file (from `topk-tune export`; required; - for stdin)");
   AddDbOption(app, &o->db, kDbHelp);
   app->footer(
       "Example: topk-tune import tuning.jsonl --db tuning.db\n"
@@ -285,13 +333,35 @@ Command AddImport(CLI::App& root) {
     std::string db;
     if (const int rc = ResolveCachePath(o->db, &db); rc != kExitOk) return rc;
     std::error_code ec;
-    if (o->in.empty()) return Fail(kExitUsage, "import needs the FILE.jsonl to read");
-    if (!fs::is_regular_file(o->in, ec))
+    if (o->in.empty())
+      return Fail(kExitUsage, "import needs the FILE.jsonl to read", "pass a file written by `topk-tune export`, or -");
+    // stdin is copied to a temporary file first: the import is one
+    // transaction that may have to read its input again.
+    std::string in = o->in;
+    struct Remove {
+      std::string path;
+      ~Remove() {
+        std::error_code e;
+        if (!path.empty()) fs::remove(path, e);
+      }
+    } stdin_copy;
+    if (IsStdio(o->in)) {
+      std::string tmpl = (fs::temp_directory_path() / "topk-import-XXXXXX").string();
+      const int fd = ::mkstemp(tmpl.data());
+      if (fd < 0) return Fail(kExitError, "cannot create a temporary file for stdin");
+      ::close(fd);
+      stdin_copy.path = in = tmpl;
+      std::ofstream copy(in, std::ios::binary);
+      copy << std::cin.rdbuf();
+      copy.close();
+      if (!copy || std::cin.bad()) return Fail(kExitError, "cannot copy stdin to '" + in + "'");
+    }
+    if (!fs::is_regular_file(in, ec))
       return Fail(kExitUsage, "no file '" + o->in + "' to import", "pass a .jsonl file written by topk-tune export");
     // Every line must be a JSON object with a "table" before the cache is
     // opened (and perhaps created).
     {
-      std::ifstream f(o->in);
+      std::ifstream f(in);
       std::string line;
       for (int no = 1; std::getline(f, line); ++no) {
         if (line.empty()) continue;
@@ -309,17 +379,21 @@ Command AddImport(CLI::App& root) {
     auto c = cache::Cache::Open(db);
     if (!c.ok()) return CacheOpenFailure(c.status(), db, false);
     const Counts before = CountRows(**c);
-    if (Status s = (*c)->ImportJsonl(o->in); !s.ok()) {
+    if (Status s = (*c)->ImportJsonl(in); !s.ok()) {
       if (!existed) {  // leave nothing behind for a failed import into a new file
         c->reset();
         for (const char* suffix : {"", "-wal", "-shm", "-journal"}) fs::remove(db + suffix, ec);
       }
       if (s.code() == Code::kInvalidArgument || s.code() == Code::kNotFound)
-        return Fail(kExitUsage, "cannot import '" + o->in + "': " + s.message(),
+        return Fail(kExitUsage, "cannot import '" + in + "': " + s.message(),
                     "the cache is unchanged; fix the file or export it again");
       return Fail(kExitCache, "import into '" + db + "' failed: " + s.ToString(), "the cache is unchanged");
     }
-    std::cout << "imported " << o->in << " into " << db << ": " << CountsLine(before, CountRows(**c)) << "\n";
+    const Counts after = CountRows(**c);
+    if (Global().json)
+      return JsonResult({{"db", db}, {"in", o->in}, {"before", CountsJson(before)}, {"after", CountsJson(after)}});
+    std::cout << "imported " << (IsStdio(o->in) ? "stdin" : o->in) << " into " << db << ": "
+              << CountsLine(before, after) << "\n";
     return kExitOk;
   };
   return {app, run};
@@ -342,7 +416,8 @@ Command AddMerge(CLI::App& root) {
     std::string db;
     if (const int rc = ResolveCachePath(o->db, &db); rc != kExitOk) return rc;
     std::error_code ec;
-    if (o->others.empty()) return Fail(kExitUsage, "merge needs at least one cache file to merge");
+    if (o->others.empty())
+      return Fail(kExitUsage, "merge needs at least one cache file to merge", "pass the .db files written by tune --db");
     // Every input must be a readable cache before the target is touched.
     for (const auto& f : o->others) {
       if (!fs::is_regular_file(f, ec))
@@ -362,8 +437,11 @@ Command AddMerge(CLI::App& root) {
       if (Status s = (*c)->Merge(o->others[i]); !s.ok())
         return Fail(kExitCache, "merging '" + o->others[i] + "' into '" + db + "' failed: " + s.ToString(),
                     i == 0 ? "nothing was merged" : "the files before it were merged; merging again is safe");
-      std::cout << "merged " << o->others[i] << ": " << CountsLine(b, CountRows(**c)) << "\n";
+      if (!Global().json) std::cout << "merged " << o->others[i] << ": " << CountsLine(b, CountRows(**c)) << "\n";
     }
+    if (Global().json)
+      return JsonResult(
+          {{"db", db}, {"merged", o->others}, {"before", CountsJson(before)}, {"after", CountsJson(CountRows(**c))}});
     std::cout << db << ": " << CountsLine(before, CountRows(**c)) << "\n";
     return kExitOk;
   };

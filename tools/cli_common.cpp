@@ -29,16 +29,81 @@ const char* const kExitCodeHelp =
     "       else ~/.cache/topk-tune/tuning.db.";
 
 const char* const kShapeHelp =
-    "[DTYPE:]BATCHxN:K[:FLAG...], DTYPE f32|f16|bf16 (default f32), FLAGs: ranges, values, "
+    "[DTYPE:]BATCHxN:K[:FLAG...], DTYPE f32|f16|bf16 (default f32; any case), FLAGs: ranges, values, "
     "sorted, smallest, stride=S. Example: f32:64x32768:2048:ranges";
 
-int Fail(int code, const std::string& message, const std::string& hint) {
+GlobalOptions& Global() {
+  static GlobalOptions g;
+  return g;
+}
+
+int Fail(int code, const std::string& message, const std::string& given_hint) {
+  std::string hint = given_hint;
+  if (hint.empty() && code == kExitUsage)
+    hint = "run `topk-tune" + (Global().command.empty() ? "" : " " + Global().command) +
+           " --help` for the options (docs/CLI.md has the details)";
+  if (Global().json) {
+    std::cout << nlohmann::json{{"ok", false}, {"exit_code", code}, {"error", message}, {"hint", hint}}.dump()
+              << std::endl;
+    return code;
+  }
   std::cerr << "topk-tune: error: " << message << "\n";
   if (!hint.empty()) std::cerr << "  " << hint << "\n";
   return code;
 }
 
-void Warn(const std::string& message) { std::cerr << "topk-tune: warning: " << message << "\n"; }
+int JsonResult(nlohmann::json object, int code) {
+  object["ok"] = code == kExitOk;
+  object["exit_code"] = code;
+  std::cout << object.dump(2) << std::endl;
+  return code;
+}
+
+void Warn(const std::string& message) {
+  if (!Global().quiet) std::cerr << "topk-tune: warning: " << message << "\n";
+}
+
+void Info(const std::string& line) {
+  if (!Global().quiet) std::cerr << line << "\n";
+}
+
+std::string Clip(const std::string& value, size_t max) {
+  return value.size() <= max ? value : value.substr(0, max) + "...";
+}
+
+CLI::Validator FinitePositive(double max) {
+  return CLI::Validator(
+      [max](std::string& v) -> std::string {
+        double d = 0;
+        size_t used = 0;
+        try {
+          d = std::stod(v, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used != v.size() || v.empty() || !std::isfinite(d) || d <= 0 || d > max) {
+          char m[32];
+          std::snprintf(m, sizeof m, "%g", max);
+          return "'" + Clip(v) + "' is not a number in (0, " + m + "]";
+        }
+        return "";
+      },
+      "POSITIVE");
+}
+
+CLI::Validator IntegerIn(int64_t lo, int64_t hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& v) -> std::string {
+        int64_t x = 0;
+        const char* b = v.data();
+        const char* e = b + v.size();
+        auto [p, ec] = std::from_chars(b, e, x);
+        if (v.empty() || ec != std::errc() || p != e || x < lo || x > hi)
+          return "'" + Clip(v) + "' is not an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+        return "";
+      },
+      "INT");
+}
 
 // ---------------------------------------------------------------- arguments
 
@@ -67,9 +132,15 @@ bool ParseInt(const std::string& s, int64_t* out) {
 
 }  // namespace
 
+void AddGlobalFlags(CLI::App* app) {
+  app->add_flag("--json", Global().json,
+                "One JSON object on stdout, on success and on error (with \"ok\" and \"exit_code\")");
+  app->add_flag("-q,--quiet", Global().quiet, "No progress or informational messages on stderr (errors remain)");
+}
+
 StatusOr<Problem> ParseShape(const std::string& spec) {
   auto bad = [&](const std::string& why) {
-    return InvalidArgument("--shape", "bad shape '" + spec + "': " + why + " (expected " + kShapeHelp + ")");
+    return InvalidArgument("--shape", "bad shape '" + Clip(spec, 80) + "': " + why + " (expected " + kShapeHelp + ")");
   };
   std::vector<std::string> parts = Split(spec, ':');
   Problem p;
@@ -83,10 +154,15 @@ StatusOr<Problem> ParseShape(const std::string& spec) {
   if (parts.size() < i + 2) return bad("needs BATCHxN and K");
   const std::vector<std::string> bn = Split(parts[i], 'x');
   if (bn.size() != 2 || !ParseInt(bn[0], &p.batch) || !ParseInt(bn[1], &p.n))
-    return bad("'" + parts[i] + "' is not BATCHxN (two integers, e.g. 64x32768)");
-  if (!ParseInt(parts[i + 1], &p.k)) return bad("K '" + parts[i + 1] + "' is not an integer");
+    return bad("'" + Clip(parts[i]) + "' is not BATCHxN (two integers, e.g. 64x32768)");
+  if (!ParseInt(parts[i + 1], &p.k)) return bad("K '" + Clip(parts[i + 1]) + "' is not an integer");
+  std::set<std::string> seen;
   for (size_t j = i + 2; j < parts.size(); ++j) {
     const std::string& f = parts[j];
+    const std::string name = f.rfind("stride=", 0) == 0 ? "stride" : f;
+    if (!seen.insert(name).second) return bad("flag '" + Clip(name) + "' appears twice");
+    if ((name == "smallest" && seen.count("largest")) || (name == "largest" && seen.count("smallest")))
+      return bad("'smallest' and 'largest' contradict each other");
     if (f == "ranges") {
       p.ranges = true;
     } else if (f == "values") {
@@ -98,14 +174,14 @@ StatusOr<Problem> ParseShape(const std::string& spec) {
     } else if (f == "largest") {
       p.largest = true;
     } else if (f.rfind("stride=", 0) == 0) {
-      if (!ParseInt(f.substr(7), &p.row_stride)) return bad("stride '" + f.substr(7) + "' is not an integer");
+      if (!ParseInt(f.substr(7), &p.row_stride)) return bad("stride '" + Clip(f.substr(7)) + "' is not an integer");
     } else {
-      return bad("unknown flag '" + f + "'");
+      return bad("unknown flag '" + Clip(f) + "'");
     }
   }
   // Out of range: the syntax was fine, so the message is only the limit.
   Status v = tuner::ValidateTunable(p);
-  if (!v.ok()) return InvalidArgument("--shape", "bad shape '" + spec + "': " + v.message());
+  if (!v.ok()) return InvalidArgument("--shape", "bad shape '" + Clip(spec, 80) + "': " + v.message());
   return p;
 }
 
@@ -255,6 +331,9 @@ int CacheOpenFailure(const Status& s, const std::string& path, bool read_only) {
       return Fail(kExitCache, "'" + path + "' is not a usable tuning cache: " + s.message(),
                   "move it aside (it is left untouched) or pass --db with another path");
     case Code::kFailedPrecondition:
+      if (std::error_code ec; fs::is_regular_file(path, ec) && fs::file_size(path, ec) == 0 && !ec)
+        return Fail(kExitCache, "'" + path + "' is an empty file, not a tuning cache",
+                    "remove it (an import or tune then creates the cache), or pass --db with another path");
       return Fail(kExitCache, "cannot use the cache '" + path + "': " + s.message(),
                   "it was written by a newer topk-tune: upgrade, or pass --db with another path");
     default:

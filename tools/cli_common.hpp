@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <iosfwd>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,11 +29,27 @@ enum ExitCode : int {
 
 extern const char* const kExitCodeHelp;
 
-// Prints "topk-tune: error: <message>" (and "  <hint>" when given) to stderr
-// and returns `code`, so that handlers can `return Fail(...)`.
+// Settings of the whole invocation, set once by main() before a command
+// runs: --json, --quiet and the command's name (for the default hint).
+struct GlobalOptions {
+  bool json = false;
+  bool quiet = false;
+  std::string command;
+};
+GlobalOptions& Global();
+
+// The one error path. Prints "topk-tune: error: <message>" and "  <hint>" to
+// stderr (a usage error without a hint gets "run `topk-tune CMD --help`");
+// with --json, prints {"ok":false,"exit_code":N,"error":...,"hint":...} on
+// stdout instead. Returns `code`, so that handlers can `return Fail(...)`.
 int Fail(int code, const std::string& message, const std::string& hint = "");
-// Prints "topk-tune: warning: <message>" to stderr.
+// With --json, prints `object` plus "ok" and "exit_code" on stdout as the
+// command's one JSON object; returns `code`.
+int JsonResult(nlohmann::json object, int code = 0);
+// Prints "topk-tune: warning: <message>" to stderr (not with --quiet).
 void Warn(const std::string& message);
+// Prints an informational line to stderr (not with --quiet).
+void Info(const std::string& line);
 
 // One subcommand: its CLI11 app and what runs when it was chosen.
 struct Command {
@@ -54,12 +71,22 @@ Command AddMerge(CLI::App& root);
 
 // ---- arguments
 
+// --json and --quiet, accepted by the root and by every command (both set
+// Global()). main() also looks for --json before parsing, so that a parse
+// error is reported as JSON too.
+void AddGlobalFlags(CLI::App* app);
+
 extern const char* const kShapeHelp;
 
 // "[DTYPE:]BATCHxN:K[:FLAG...]" with flags ranges, values, sorted, smallest,
 // largest, stride=S; e.g. "f32:64x32768:2048:ranges". Checks the result with
 // tuner::ValidateTunable; errors are kInvalidArgument naming the spec.
 StatusOr<Problem> ParseShape(const std::string& spec);
+// Options whose value CLI11 would convert loosely: "nan" for a double,
+// "-1" for an unsigned, a number that overflows. A finite number in
+// (0, max]; an integer in [lo, hi]. Messages echo at most 24 characters.
+CLI::Validator FinitePositive(double max);
+CLI::Validator IntegerIn(int64_t lo, int64_t hi);
 // The inverse of ParseShape: "f32:64x32768:2048:ranges".
 std::string ShapeSpec(const Problem& p);
 // "i/N" with 0 <= i < N.
@@ -89,6 +116,9 @@ Status CheckWritableDir(const std::string& dir);
 
 // Message and exit code for a failed Cache::Open / OpenReadOnly.
 int CacheOpenFailure(const Status& s, const std::string& path, bool read_only);
+
+// `value` cut to `max` characters ("..." appended) for echoing user input.
+std::string Clip(const std::string& value, size_t max = 24);
 
 // ---- formatting
 

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -16,6 +17,8 @@
 namespace topk::cli {
 
 namespace {
+
+const char* const kArchHint = "pass --arch sm_80 ... sm_120 (e.g. sm_90 for H100, sm_80 for A100)";
 
 StatusOr<gen::Arch> ParseArch(const std::string& name) {
   auto a = gen::Arch::FromName(name);
@@ -52,7 +55,6 @@ Command AddSpace(CLI::App& root) {
   struct Opts {
     std::string shape;
     std::string arch = "sm_90";
-    bool json = false;
     int limit = 0;
     std::vector<std::string> families;
   };
@@ -61,9 +63,9 @@ Command AddSpace(CLI::App& root) {
   // Checked in run() rather than with ->required(): CLI11 reports missing
   // options before unknown ones, which hides a mistyped flag.
   app->add_option("--shape", o->shape, std::string("The problem (required): ") + kShapeHelp);
-  app->add_option("--arch", o->arch, "Target architecture, sm_80 or newer")->capture_default_str();
-  app->add_option("--limit", o->limit, "Print at most this many variants (0: all)");
-  app->add_flag("--json", o->json, "One JSON object instead of the table");
+  app->add_option("--arch", o->arch, "Target architecture, sm_80 to sm_120")->capture_default_str();
+  app->add_option("--limit", o->limit, "Print at most this many variants (0: all)")
+      ->check(IntegerIn(0, std::numeric_limits<int>::max()));
   app->add_option("--family", o->families, "Only these kernel families (repeatable; default: all)");
   app->footer("Example: topk-tune space --shape f32:64x32768:2048:ranges --arch sm_90");
 
@@ -72,7 +74,7 @@ Command AddSpace(CLI::App& root) {
     auto p = ParseShape(o->shape);
     if (!p.ok()) return Fail(kExitUsage, p.status().message());
     auto arch = ParseArch(o->arch);
-    if (!arch.ok()) return Fail(kExitUsage, arch.status().message());
+    if (!arch.ok()) return Fail(kExitUsage, arch.status().message(), kArchHint);
     for (const std::string& f : o->families)
       if (!gen::FindFamily(f)) {
         std::string known;
@@ -86,7 +88,7 @@ Command AddSpace(CLI::App& root) {
     std::set<std::string> kernels;
     for (const auto& c : space) kernels.insert(c.KernelKey());
     const size_t shown = o->limit > 0 ? std::min(space.size(), static_cast<size_t>(o->limit)) : space.size();
-    if (o->json) {
+    if (Global().json) {
       nlohmann::json j = {{"shape", p->ToString()},   {"spec", ShapeSpec(*p)},     {"arch", arch->Name()},
                           {"variants", space.size()}, {"kernels", kernels.size()}, {"default", def.Id()}};
       nlohmann::json list = nlohmann::json::array();
@@ -97,8 +99,7 @@ Command AddSpace(CLI::App& root) {
         list.push_back(std::move(c));
       }
       j["configs"] = std::move(list);
-      std::cout << j.dump(2) << "\n";
-      return kExitOk;
+      return JsonResult(std::move(j));
     }
     std::cout << "shape    " << p->ToString() << " (" << ShapeSpec(*p) << ")\n"
               << "arch     " << arch->Name() << "\n"
@@ -148,9 +149,10 @@ Command AddEmit(CLI::App& root) {
     if (o->variant.empty() && !o->use_default)
       return Fail(kExitUsage, "emit needs --variant ID or --default --shape SHAPE",
                   "list the ids of a shape with: topk-tune space --shape SHAPE");
-    if (o->use_default && o->shape.empty()) return Fail(kExitUsage, "--default needs --shape SHAPE");
+    if (o->use_default && o->shape.empty())
+      return Fail(kExitUsage, "--default needs --shape SHAPE", std::string("SHAPE is ") + kShapeHelp);
     auto arch = ParseArch(o->arch);
-    if (!arch.ok()) return Fail(kExitUsage, arch.status().message());
+    if (!arch.ok()) return Fail(kExitUsage, arch.status().message(), kArchHint);
     std::optional<Problem> p;
     if (!o->shape.empty()) {
       auto ps = ParseShape(o->shape);
@@ -186,7 +188,19 @@ Command AddEmit(CLI::App& root) {
       const jit::ResourceUsage& u = compiled->usage;
       std::cout << "kernel " << src.key << " (variant " << c.Id() << ") for " << opts.arch << ", "
                 << compiled->compiler_version << ": ";
-      if (u.known)
+      if (Global().json && o->out.empty())
+        return JsonResult({{"variant", c.Id()},
+                           {"kernel", src.key},
+                           {"arch", opts.arch},
+                           {"compiler", compiled->compiler_version},
+                           {"known", u.known},
+                           {"registers", u.registers},
+                           {"stack_bytes", u.stack_bytes},
+                           {"spill_stores", u.spill_stores},
+                           {"spill_loads", u.spill_loads}});
+      if (Global().json) {
+        // the source is still written below; its result carries the usage
+      } else if (u.known)
         std::cout << u.registers << " registers, " << u.stack_bytes << " bytes stack, " << u.spill_stores
                   << " bytes spill stores, " << u.spill_loads << " bytes spill loads"
                   << (u.spills() ? " (spills)" : "") << "\n";
@@ -194,6 +208,8 @@ Command AddEmit(CLI::App& root) {
         std::cout << "no resource report in the compiler log\n";
       if (o->out.empty()) return kExitOk;
     }
+    if (o->out.empty() && Global().json)
+      return JsonResult({{"variant", c.Id()}, {"kernel", src.key}, {"source", text}});
     if (o->out.empty()) {
       std::cout << text;
       if (!text.empty() && text.back() != '\n') std::cout << "\n";
@@ -201,8 +217,10 @@ Command AddEmit(CLI::App& root) {
     }
     if (Status s = WriteFileAtomically(o->out, text); !s.ok())
       return Fail(kExitUsage, s.message(), "check the directory exists and is writable");
-    std::cerr << "wrote " << o->out << " (" << text.size() << " bytes, variant " << c.Id() << ", kernel " << src.key
-              << ")\n";
+    if (Global().json)
+      return JsonResult({{"variant", c.Id()}, {"kernel", src.key}, {"out", o->out}, {"bytes", text.size()}});
+    Info("wrote " + o->out + " (" + std::to_string(text.size()) + " bytes, variant " + c.Id() + ", kernel " +
+         src.key + ")");
     return kExitOk;
   };
   return {app, run};

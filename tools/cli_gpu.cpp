@@ -9,6 +9,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -91,11 +92,9 @@ void OnInterrupt(int) {
 // ---------------------------------------------------------------- devices
 
 Command AddDevices(CLI::App& root) {
-  auto json_out = std::make_shared<bool>(false);
   CLI::App* app = root.add_subcommand("devices", "List the GPUs of this machine and their tuning fingerprints");
-  app->add_flag("--json", *json_out, "One JSON array instead of the table");
   app->footer("Example: topk-tune devices\nNeeds the NVIDIA driver; exits with code 3 when there is no GPU.");
-  auto run = [json_out]() -> int {
+  auto run = []() -> int {
     auto n = RequireGpus("devices");
     if (!n.ok()) return Fail(kExitNoGpu, n.status().message(), kNoGpuHint);
     json list = json::array();
@@ -108,8 +107,8 @@ Command AddDevices(CLI::App& root) {
              std::to_string(d->sm_count), FormatBytes(d->l2_bytes), FormatBytes(d->total_mem),
              Driver(d->driver_version), d->compiler_version, d->Fingerprint()});
     }
-    if (*json_out) {
-      std::cout << list.dump(2) << "\n";
+    if (Global().json) {
+      return JsonResult({{"devices", std::move(list)}});
     } else {
       t.Print(std::cout);
       std::cout << "\nTuning results are shared between GPUs with the same fingerprint.\n";
@@ -139,7 +138,6 @@ struct TuneOpts {
   int retime = 3;
   int max_candidates = 0;
   bool no_resume = false;
-  bool json = false;
   int compile_threads = 0;
   uint64_t seed = 1;
   std::string inject_faults;
@@ -165,6 +163,9 @@ int RunTune(const TuneOpts& o) {
   bool defaulted = false;
   if (!o.shapes_file.empty()) {
     auto s = tuner::ShapesFromJsonFile(o.shapes_file);
+    if (!s.ok() && s.status().code() == Code::kNotFound)
+      return Fail(kExitUsage, "shape file '" + o.shapes_file + "' " + s.status().message(),
+                  "pass --shapes with an existing JSON file");
     if (!s.ok())
       return Fail(kExitUsage, "bad shape file: " + s.status().where() + ": " + s.status().message(),
                   "see docs/CLI.md for the format: {\"shapes\": [{\"dtype\": \"f32\", \"batch\": 64, \"n\": 32768, "
@@ -180,7 +181,7 @@ int RunTune(const TuneOpts& o) {
   } else {
     defaulted = o.preset.empty();
     auto s = tuner::Preset(defaulted ? "dsa" : o.preset);
-    if (!s.ok()) return Fail(kExitUsage, s.status().message());
+    if (!s.ok()) return Fail(kExitUsage, s.status().message(), "presets: dsa, sampling, moe, smoke");
     set = std::move(s).value();
   }
   tuner::TuneOptions to;
@@ -193,7 +194,9 @@ int RunTune(const TuneOpts& o) {
   to.compile_threads = o.compile_threads;
   to.dist = o.dist.empty() ? set.dist : o.dist;
   to.measure.l2_mode = o.l2.empty() ? set.l2_mode : o.l2;
-  if (auto d = tuner::ParseDist(to.dist); !d.ok()) return Fail(kExitUsage, "--dist: " + d.status().message());
+  // A shape file's "dist" was checked with the file; this is --dist.
+  if (auto d = tuner::ParseDist(to.dist); !d.ok())
+    return Fail(kExitUsage, "--dist: " + d.status().message(), "pass --dist with one of the names above");
   for (const std::string& f : o.families)
     if (!gen::FindFamily(f)) {
       std::string known;
@@ -204,7 +207,8 @@ int RunTune(const TuneOpts& o) {
   to.objective = o.objective;
   for (const auto& f : SplitComma(o.inject_faults)) {
     if (f != "crash" && f != "hang" && f != "wrong")
-      return Fail(kExitUsage, "--inject-faults: unknown fault '" + f + "' (crash, hang, wrong)");
+      return Fail(kExitUsage, "--inject-faults: unknown fault '" + Clip(f) + "' (crash, hang, wrong)",
+                  "pass a comma-separated list of crash, hang, wrong");
     to.inject_faults.push_back(f);
   }
   std::pair<int, int> shard = {0, 1};
@@ -227,8 +231,10 @@ int RunTune(const TuneOpts& o) {
   if (Status w = CheckWritableFile(db); !w.ok())
     return Fail(kExitUsage, w.message(), "pass --db with a writable path (or set TOPK_TUNE_DB)");
   if (jobs.empty()) {
-    std::cerr << "topk-tune: shard " << shard.first << "/" << shard.second << " of " << set.problems.size()
-              << " shapes is empty: nothing to do\n";
+    const std::string msg = "shard " + std::to_string(shard.first) + "/" + std::to_string(shard.second) + " of " +
+                            std::to_string(set.problems.size()) + " shapes is empty: nothing to do";
+    if (Global().json) return JsonResult({{"event", "summary"}, {"db", db}, {"shapes", json::array()}, {"message", msg}});
+    Info("topk-tune: " + msg);
     return kExitOk;
   }
 
@@ -255,7 +261,7 @@ int RunTune(const TuneOpts& o) {
                   "check the file is writable, or pass --db with another path");
   }
 
-  const Progress::Mode mode = Progress::Detect(o.json);
+  const Progress::Mode mode = Progress::Detect(Global().json, Global().quiet);
   Progress progress(mode, static_cast<int>(jobs.size()), static_cast<int>(devices.size()));
   {
     std::string head = "topk-tune: tuning " + std::to_string(jobs.size()) + " shape" + (jobs.size() == 1 ? "" : "s") +
@@ -364,7 +370,7 @@ int RunTune(const TuneOpts& o) {
   else if (winners < static_cast<int>(jobs.size()))
     code = kExitPartial;
 
-  if (o.json) {
+  if (Global().json) {
     json shapes = json::array();
     for (size_t i = 0; i < jobs.size(); ++i) {
       const auto& r = results[i];
@@ -386,7 +392,7 @@ int RunTune(const TuneOpts& o) {
       }
       shapes.push_back(std::move(s));
     }
-    std::cout << json{{"event", "summary"},
+    JsonResult({{"event", "summary"},
                       {"db", db},
                       {"tune_run", to.tune_run},
                       {"shapes", std::move(shapes)},
@@ -395,10 +401,8 @@ int RunTune(const TuneOpts& o) {
                       {"errors", errors},
                       {"not_run", not_run},
                       {"device_errors", device_errors},
-                      {"elapsed_s", elapsed},
-                      {"exit_code", code}}
-                     .dump()
-              << "\n";
+                      {"elapsed_s", elapsed}},
+               code);
   } else {
     Table t({"shape", "winner", "median us", "default us", "speed-up", "measured", "time"});
     for (size_t i = 0; i < jobs.size(); ++i) {
@@ -423,13 +427,16 @@ int RunTune(const TuneOpts& o) {
               << " in all. Cache: " << db << "\n";
     std::cout << "Next: topk-tune report --db " << db << "   (HTML, Markdown and JSON report)\n";
   }
+  if (Global().json) return code;
   if (code == kExitPartial)
-    std::cerr << "topk-tune: " << (jobs.size() - winners) << " shape(s) have no winner (see the table); rerun the "
-              << "same command to retry them: finished variants are not measured again.\n";
+    Info("topk-tune: " + std::to_string(jobs.size() - winners) + " shape(s) have no winner (see the table); rerun the "
+         "same command to retry them: finished variants are not measured again.");
   if (code == kExitError) {
-    for (const auto& e : device_errors) std::cerr << "topk-tune: error: " << e << "\n";
-    std::cerr << "topk-tune: error: no shape could be tuned. Check that topk-tune-worker sits beside topk-tune (or set "
-                 "TOPK_WORKER) and that `topk-tune devices` works.\n";
+    std::string why;
+    for (const auto& e : device_errors) why += (why.empty() ? "" : "; ") + e;
+    return Fail(kExitError, "no shape could be tuned" + (why.empty() ? "" : ": " + why),
+                "check that topk-tune-worker sits beside topk-tune (or set TOPK_WORKER) and that `topk-tune devices` "
+                "works");
   }
   return code;
 }
@@ -447,35 +454,35 @@ Command AddTune(CLI::App& root) {
   preset->excludes(file)->excludes(shape);
   file->excludes(shape);
   app->add_option("--budget", o->budget, "Seconds per shape for the budget strategy")
-      ->check(CLI::PositiveNumber)
+      ->check(FinitePositive(1e7))
       ->capture_default_str();
   app->add_option("--strategy", o->strategy,
                   "auto (exhaustive for small spaces, else budget), exhaustive, or budget (local search)")
       ->check(CLI::IsMember({"auto", "exhaustive", "budget"}))
       ->capture_default_str();
   auto* dev =
-      app->add_option("--device", o->device, "GPU ordinal")->check(CLI::NonNegativeNumber)->capture_default_str();
+      app->add_option("--device", o->device, "GPU ordinal")->check(IntegerIn(0, 1024))->capture_default_str();
   auto* devs = app->add_option("--devices", o->devices, "Several GPUs, one worker each: e.g. 0,1,2,3");
   dev->excludes(devs);
   app->add_option("--shard", o->shard,
                   "Tune only shapes whose index % N == i (i/N, 0 <= i < N); `merge` combines the shard caches");
   AddDbOption(app, &o->db, "Tuning cache file (default: $TOPK_TUNE_DB, else ~/.cache/topk-tune/tuning.db)");
   app->add_option("--timeout", o->timeout, "Seconds before the worker watchdog kills a candidate")
-      ->check(CLI::PositiveNumber)
+      ->check(FinitePositive(1e7))
       ->capture_default_str();
   app->add_option("--l2", o->l2, "L2 state while timing: hot (input just written) or rotate; default: the set's")
       ->check(CLI::IsMember({"hot", "rotate"}));
   app->add_option("--dist", o->dist, "Benchmark input distribution (normal, uniform, logits, ...); default: the set's");
   app->add_option("--retime", o->retime, "Re-time this many of the best at the end of each shape")
-      ->check(CLI::Range(1, 100))
+      ->check(IntegerIn(1, 100))
       ->capture_default_str();
   app->add_option("--max-candidates", o->max_candidates, "Evaluate at most this many variants per shape (0: no limit)")
-      ->check(CLI::NonNegativeNumber);
-  app->add_option("--compile-threads", o->compile_threads, "NVRTC threads (0: all cores)")
-      ->check(CLI::NonNegativeNumber);
-  app->add_option("--seed", o->seed, "Seed of the inputs and of the search")->capture_default_str();
+      ->check(IntegerIn(0, std::numeric_limits<int>::max()));
+  app->add_option("--compile-threads", o->compile_threads, "NVRTC threads (0: all cores)")->check(IntegerIn(0, 4096));
+  app->add_option("--seed", o->seed, "Seed of the inputs and of the search (0 to 2^63-1)")
+      ->check(IntegerIn(0, std::numeric_limits<int64_t>::max()))
+      ->capture_default_str();
   app->add_flag("--no-resume", o->no_resume, "Measure every variant again instead of skipping finished ones");
-  app->add_flag("--json", o->json, "One JSON object per progress event and a summary object, on stdout");
   app->add_option("--objective", o->objective,
                   "How the winner is chosen: robust (also timed on shifted, plateau and 16-valued inputs; the least "
                   "max(time, worst adversarial time / 1.25)) or normal (the fastest on the benchmark input)")
@@ -504,18 +511,16 @@ Command AddVerify(CLI::App& root) {
     std::string db;
     int device = 0;
     double timeout = 120;
-    bool json = false;
     bool no_time = false;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* app = root.add_subcommand("verify", "Re-check (and re-time) the stored winners on this GPU");
   AddDbOption(app, &o->db, "Tuning cache file (default: $TOPK_TUNE_DB, else ~/.cache/topk-tune/tuning.db)");
-  app->add_option("--device", o->device, "GPU ordinal")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app->add_option("--device", o->device, "GPU ordinal")->check(IntegerIn(0, 1024))->capture_default_str();
   app->add_option("--timeout", o->timeout, "Seconds before the worker watchdog kills a candidate")
-      ->check(CLI::PositiveNumber)
+      ->check(FinitePositive(1e7))
       ->capture_default_str();
   app->add_flag("--no-time", o->no_time, "Check results only, do not re-time");
-  app->add_flag("--json", o->json, "One JSON object instead of the table");
   app->footer(
       "Example: topk-tune verify --db tuning.db\n"
       "Checks every winner stored for this GPU's fingerprint against the exact reference and compares its time "
@@ -527,7 +532,8 @@ Command AddVerify(CLI::App& root) {
     if (!count.ok()) return Fail(kExitNoGpu, count.status().message(), kNoGpuHint);
     if (o->device >= *count)
       return Fail(kExitUsage,
-                  "there is no GPU " + std::to_string(o->device) + ": this machine has " + std::to_string(*count));
+                  "there is no GPU " + std::to_string(o->device) + ": this machine has " + std::to_string(*count),
+                  "`topk-tune devices` lists them");
     auto info = jit::QueryDevice(o->device);
     if (!info.ok())
       return Fail(kExitError, "cannot query GPU " + std::to_string(o->device) + ": " + info.status().ToString());
@@ -546,9 +552,10 @@ Command AddVerify(CLI::App& root) {
       std::string known;
       if (auto ds = (*cache)->Devices(); ds.ok())
         for (const auto& d : *ds) known += "\n  " + d.fingerprint;
-      std::cerr << "topk-tune: no winners for this GPU (" << fp << ") in " << db << "."
-                << (known.empty() ? "" : " The cache has devices:" + known) << "\nRun `topk-tune tune --db " << db
-                << "` on this GPU first.\n";
+      if (Global().json) return JsonResult({{"db", db}, {"fingerprint", fp}, {"winners", json::array()}, {"failed", 0}});
+      Info("topk-tune: no winners for this GPU (" + fp + ") in " + db + "." +
+           (known.empty() ? "" : " The cache has devices:" + known) + "\nRun `topk-tune tune --db " + db +
+           "` on this GPU first.");
       return kExitOk;
     }
     // Kernels: the cache's binaries (written read-only: a compiled kernel
@@ -635,18 +642,16 @@ Command AddVerify(CLI::App& root) {
     std::error_code ec;
     fs::remove_all(tmp, ec);
     const int code = failed ? kExitPartial : kExitOk;
-    if (o->json) {
-      std::cout
-          << json{{"db", db}, {"fingerprint", fp}, {"winners", list}, {"failed", failed}, {"exit_code", code}}.dump(2)
-          << "\n";
+    if (Global().json) {
+      return JsonResult({{"db", db}, {"fingerprint", fp}, {"winners", list}, {"failed", failed}}, code);
     } else {
       std::cout << info->name << " (" << fp << ")\n\n";
       t.Print(std::cout);
       std::cout << "\n" << (winners->size() - failed) << " of " << winners->size() << " winners verified.\n";
     }
     if (failed)
-      std::cerr << "topk-tune: " << failed << " winner(s) failed on this GPU: re-tune those shapes with "
-                << "`topk-tune tune --no-resume --shape SPEC --db " << db << "`.\n";
+      Info("topk-tune: " + std::to_string(failed) + " winner(s) failed on this GPU: re-tune those shapes with " +
+           "`topk-tune tune --no-resume --shape SPEC --db " + db + "`.");
     return code;
   };
   return {app, run};

@@ -37,7 +37,8 @@ int TerminalWidth() {
 
 }  // namespace
 
-Progress::Mode Progress::Detect(bool json) {
+Progress::Mode Progress::Detect(bool json, bool quiet) {
+  if (quiet) return Mode::kQuiet;
   if (json) return Mode::kJson;
   const char* term = std::getenv("TERM");
   if (isatty(STDERR_FILENO) && !(term && std::strcmp(term, "dumb") == 0)) return Mode::kTerminal;
@@ -91,6 +92,7 @@ void Progress::Redraw(bool force) {
 
 void Progress::Event(int device, const tuner::ProgressEvent& e) {
   std::lock_guard<std::mutex> l(mu_);
+  if (mode_ == Mode::kQuiet) return;
   if (mode_ == Mode::kJson) {
     nlohmann::json j = {{"event", KindName(e.kind)},
                         {"device", device},
@@ -112,8 +114,8 @@ void Progress::Event(int device, const tuner::ProgressEvent& e) {
       j["best_us"] = e.best_us;
       j["best_id"] = e.best_id;
     }
-    std::cout << j.dump() << "\n";
-    std::cout.flush();
+    std::cerr << j.dump() << "\n";
+    std::cerr.flush();
     return;
   }
   if (e.kind == tuner::ProgressEvent::kShapeDone) return;  // ShapeResult reports it
@@ -143,6 +145,7 @@ void Progress::ShapeResult(int device, int index, const tuner::ShapeSummary* s, 
   ++finished_;
   if (s) finished_seconds_ += s->seconds;
   current_.erase(device);
+  if (mode_ == Mode::kQuiet) return;
   if (mode_ == Mode::kJson) {
     nlohmann::json j = {{"event", "shape_result"}, {"device", device}, {"shape_index", index}};
     if (s) {
@@ -161,8 +164,8 @@ void Progress::ShapeResult(int device, int index, const tuner::ShapeSummary* s, 
     } else {
       j["error"] = error.ToString();
     }
-    std::cout << j.dump() << "\n";
-    std::cout.flush();
+    std::cerr << j.dump() << "\n";
+    std::cerr.flush();
     return;
   }
   ClearLine();
@@ -185,6 +188,7 @@ void Progress::ShapeResult(int device, int index, const tuner::ShapeSummary* s, 
 
 void Progress::Note(const std::string& line) {
   std::lock_guard<std::mutex> l(mu_);
+  if (mode_ == Mode::kQuiet) return;
   if (mode_ == Mode::kJson) {
     std::cerr << line << "\n";
     return;

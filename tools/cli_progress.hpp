@@ -1,6 +1,7 @@
 // Progress of a long tune, in one of three forms: one line rewritten in
-// place on a terminal, plain log lines otherwise, or one JSON object per
-// event (--json, on stdout, for scripts). Thread-safe: one worker thread per
+// place on a terminal, plain log lines otherwise, one JSON object per
+// event (--json, on stderr: stdout carries the one result object), or
+// nothing (--quiet). Thread-safe: one worker thread per
 // GPU reports into the same object.
 #pragma once
 
@@ -15,9 +16,10 @@ namespace topk::cli {
 
 class Progress {
  public:
-  enum class Mode { kTerminal, kLog, kJson };
-  // kTerminal when stderr is a terminal (and TERM is not "dumb"), else kLog.
-  static Mode Detect(bool json);
+  enum class Mode { kTerminal, kLog, kJson, kQuiet };
+  // kQuiet with --quiet, kJson with --json, kTerminal when stderr is a
+  // terminal (and TERM is not "dumb"), else kLog.
+  static Mode Detect(bool json, bool quiet);
 
   Progress(Mode mode, int shapes, int devices);
 

@@ -20,6 +20,13 @@ int main(int argc, char** argv) {
       "report what was found.",
       "topk-tune"};
   app.set_version_flag("--version", std::string("topk-tune ") + TOPK_VERSION);
+  AddGlobalFlags(&app);
+  // Before parsing: a parse error must come out as JSON too.
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--json") == 0) Global().json = true;
+    if (std::strcmp(argv[i], "--quiet") == 0 || std::strcmp(argv[i], "-q") == 0) Global().quiet = true;
+  }
+
   app.require_subcommand(0, 1);
   app.footer(std::string("Start with `topk-tune tune` (the dsa preset on GPU 0), then `topk-tune report`.\n"
                          "Run `topk-tune COMMAND --help` for the options of one command.\n\n") +
@@ -27,6 +34,11 @@ int main(int argc, char** argv) {
   const std::vector<Command> commands = {AddDevices(app), AddSpace(app),  AddEmit(app),   AddTune(app),
                                          AddShow(app),    AddReport(app), AddVerify(app), AddExport(app),
                                          AddImport(app),  AddMerge(app)};
+  for (const auto& c : commands) AddGlobalFlags(c.app);
+  // The command named on the line, for the hint of a usage error.
+  for (int i = 1; i < argc && Global().command.empty(); ++i)
+    for (const auto& c : commands)
+      if (c.app->get_name() == argv[i]) Global().command = argv[i];
 
   // CLI11 calls an unknown command an unexpected argument; say what it is.
   if (argc > 1 && argv[1][0] != '-') {
@@ -36,9 +48,11 @@ int main(int argc, char** argv) {
       known |= c.app->get_name() == argv[1];
       names += (names.empty() ? "" : ", ") + c.app->get_name();
     }
-    if (!known)
-      return Fail(kExitUsage, std::string("unknown command '") + argv[1] + "'",
+    if (!known) {
+      Global().command.clear();
+      return Fail(kExitUsage, "unknown command '" + Clip(argv[1]) + "'",
                   "commands: " + names + ". Run `topk-tune --help` for what each does.");
+    }
   }
   try {
     app.parse(argc, argv);
@@ -58,6 +72,6 @@ int main(int argc, char** argv) {
                   "please report it with the command line that caused it");
     }
   }
-  std::cout << app.help();
+  if (!Global().json) std::cout << app.help();
   return Fail(kExitUsage, "no command given", "choose one of the commands above, e.g. `topk-tune tune --help`");
 }

@@ -1,8 +1,16 @@
 #include "tuner/presets.hpp"
 
-#include <fstream>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <nlohmann/json.hpp>
-#include <sstream>
+
+#include "jit/variant.hpp"
+#include "tuner/reference.hpp"
 
 namespace topk::tuner {
 
@@ -27,6 +35,10 @@ Status ValidateTunable(const Problem& p) {
   TOPK_RETURN_IF_ERROR(p.Validate());
   if (p.k < 1) return InvalidArgument("shape", "k must be >= 1 to tune, got " + std::to_string(p.k));
   if (p.batch < 1) return InvalidArgument("shape", "batch must be >= 1 to tune, got " + std::to_string(p.batch));
+  // The runtime refuses these, so a winner for one could never be used.
+  if (p.sorted && p.k > jit::kMaxSortedK)
+    return InvalidArgument("shape", "sorted output supports k <= " + std::to_string(jit::kMaxSortedK) + ", got k = " +
+                                        std::to_string(p.k));
   if (p.batch * p.stride() >= (1LL << 31))
     return InvalidArgument("shape", "batch * n = " + std::to_string(p.batch * p.stride()) +
                                         " elements: at most 2^31 - 1 can be tuned");
@@ -79,12 +91,19 @@ StatusOr<ShapeSet> ShapesFromJsonText(const std::string& text, const std::string
   s.name = origin;
   const nlohmann::json* shapes = &j;
   if (j.is_object()) {
+    // A misspelt key ("l2mode") would otherwise change nothing, silently.
+    static const std::vector<std::string> top = {"name", "shapes", "dist", "l2_mode"};
+    for (auto it = j.begin(); it != j.end(); ++it)
+      if (std::find(top.begin(), top.end(), it.key()) == top.end())
+        return InvalidArgument(origin, "unknown key \"" + it.key().substr(0, 64) +
+                                           "\" (allowed: name, shapes, dist, l2_mode)");
     if (!j.contains("shapes")) return InvalidArgument(origin, "expected an array of shapes or an object with \"shapes\"");
     shapes = &j["shapes"];
     if (j.contains("name") && j["name"].is_string()) s.name = j["name"].get<std::string>();
     if (j.contains("dist")) {
       if (!j["dist"].is_string()) return InvalidArgument(origin, "\"dist\" must be a string");
       s.dist = j["dist"].get<std::string>();
+      if (auto d = ParseDist(s.dist); !d.ok()) return InvalidArgument(origin, "\"dist\": " + d.status().message());
     }
     if (j.contains("l2_mode")) {
       if (!j["l2_mode"].is_string()) return InvalidArgument(origin, "\"l2_mode\" must be a string");
@@ -135,11 +154,37 @@ StatusOr<ShapeSet> ShapesFromJsonText(const std::string& text, const std::string
 }
 
 StatusOr<ShapeSet> ShapesFromJsonFile(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) return Status(Code::kNotFound, "shape file", "cannot read '" + path + "'");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ShapesFromJsonText(ss.str(), path);
+  // A regular file of bounded size: /dev/zero or a FIFO would be read
+  // forever, a huge file into memory.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOENT) return Status(Code::kNotFound, path, "does not exist");
+    return Status(Code::kNotFound, path, std::string("cannot be opened: ") + std::strerror(err));
+  }
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    return InvalidArgument(path, "not a regular file (a shape file must be a JSON file)");
+  if (st.st_size > kMaxShapeFileBytes)
+    return InvalidArgument(path, "the shape file is " + std::to_string(st.st_size) + " bytes; the limit is " +
+                                     std::to_string(kMaxShapeFileBytes));
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    const ssize_t got = ::read(fd, buf, sizeof buf);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return Status(Code::kUnavailable, path, std::string("cannot read: ") + std::strerror(errno));
+    if (got == 0) break;
+    text.append(buf, static_cast<size_t>(got));
+    if (static_cast<int64_t>(text.size()) > kMaxShapeFileBytes)  // grew while read
+      return InvalidArgument(path, "the shape file is larger than " + std::to_string(kMaxShapeFileBytes) + " bytes");
+  }
+  if (text.empty()) return InvalidArgument(path, "the shape file is empty");
+  return ShapesFromJsonText(text, path);
 }
 
 }  // namespace topk::tuner

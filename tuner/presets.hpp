@@ -26,12 +26,16 @@ std::vector<std::string> PresetNames();
 // A JSON file: {"name": ..., "dist": ..., "l2_mode": ..., "shapes": [{"dtype":
 // "f32", "batch": 64, "n": 32768, "k": 2048, "largest": true, "ranges": true,
 // "values": false, "sorted": false}, ...]} or just the array of shapes.
-// Errors name the file, the shape index and the field.
+// Errors name the file, the shape index and the field (or the unknown
+// top-level key). The file must be a regular file of at most
+// kMaxShapeFileBytes; a missing one is kNotFound.
+constexpr int64_t kMaxShapeFileBytes = int64_t{1} << 20;
 StatusOr<ShapeSet> ShapesFromJsonFile(const std::string& path);
 StatusOr<ShapeSet> ShapesFromJsonText(const std::string& text, const std::string& origin);
 
 // Limits a tuned shape must respect (beyond Problem::Validate): k >= 1,
-// batch >= 1, batch * n below 2^31 elements.
+// batch >= 1, batch * n below 2^31 elements, k <= jit::kMaxSortedK when
+// sorted.
 Status ValidateTunable(const Problem& p);
 
 }  // namespace topk::tuner
