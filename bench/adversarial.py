@@ -55,7 +55,11 @@ def main():
     ap.add_argument("--json", default="")
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--torch", action="store_true", help="also time torch.topk on every input")
+    ap.add_argument("--dists", default=",".join(DISTS), help="comma-separated inputs (normal is always timed)")
     args = ap.parse_args()
+    global DISTS, ROBUST
+    DISTS = ["normal"] + [d for d in args.dists.split(",") if d and d != "normal"]
+    ROBUST = [d for d in ROBUST if d in DISTS] or DISTS[1:] or ["normal"]
     lib = topk_tune.Library(cache_path=args.db or None, write_back=False)
     print(f"device: {torch.cuda.get_device_name(0)}")
     rows, bad = [], 0
