@@ -16,7 +16,10 @@ if [[ -n "${TOPK_BUNDLE_FROM:-}" ]]; then
   grep -q "CMAKE_BUILD_TYPE:STRING=Release" "$from/CMakeCache.txt" || { echo "$from is not a Release build" >&2; exit 1; }
   rm -rf "$B/bin" "$B/lib"
   mkdir -p "$B/bin" "$B/lib"
-  find "$from/bin" -maxdepth 1 -type f -executable -exec cp {} "$B/bin/" \;
+  for t in gpu_kernels_test gpu_tuner_test gpu_c_api_test topk-tune topk-tune-worker topk-probe topk-bench \
+           topk-runtime-cost; do
+    [[ -x "$from/bin/$t" ]] && cp "$from/bin/$t" "$B/bin/"
+  done
   cp -P "$from"/lib/libtopk.so* "$B/lib/"
 else
   cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DTOPK_BUILD_BENCH=ON >/dev/null
@@ -33,5 +36,9 @@ for so in libsqlite3.so.0 libbenchmark.so.1debian; do
   [[ -n "$src" ]] && cp -L "$src" "$B/lib/$so"
 done
 mkdir -p "$B/cubins"
-if [[ -d build/tests/tmp/cubins ]]; then cp -n build/tests/tmp/cubins/* "$B/cubins/" 2>/dev/null || true; fi
+# Precompiled kernels save the GPU machine's NVRTC time, but the device
+# carries at most 64 MiB: only when they fit beside the executables.
+if [[ -d build/tests/tmp/cubins && $(du -sm build/tests/tmp/cubins | cut -f1) -lt 24 ]]; then
+  cp -n build/tests/tmp/cubins/* "$B/cubins/" 2>/dev/null || true
+fi
 du -sh "$B/bin" "$B/lib" "$B/cubins"
