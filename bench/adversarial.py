@@ -26,7 +26,8 @@ sys.path.insert(0, os.path.join(here, "..", "python"))
 import topk_tune  # noqa: E402
 from compare_torch import DT, SHAPES, copies_for, time_graph  # noqa: E402
 
-DISTS = ["normal", "shifted", "plateau", "distinct16", "all_equal", "few_distinct", "ties_at_k"]
+ALL_DISTS = ["normal", "shifted", "plateau", "distinct16", "all_equal", "few_distinct", "ties_at_k"]
+DISTS = list(ALL_DISTS)
 ROBUST = ["shifted", "plateau", "distinct16"]  # the 1.25x criterion
 
 
@@ -55,9 +56,9 @@ def main():
     ap.add_argument("--json", default="")
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--torch", action="store_true", help="also time torch.topk on every input")
-    ap.add_argument("--dists", default=",".join(DISTS), help="comma-separated inputs (normal is always timed)")
+    ap.add_argument("--dists", default=",".join(ALL_DISTS), help="comma-separated inputs (normal is always timed)")
     args = ap.parse_args()
-    global DISTS, ROBUST
+    global DISTS, ROBUST  # noqa: PLW0603
     DISTS = ["normal"] + [d for d in args.dists.split(",") if d and d != "normal"]
     ROBUST = [d for d in ROBUST if d in DISTS] or DISTS[1:] or ["normal"]
     lib = topk_tune.Library(cache_path=args.db or None, write_back=False)
