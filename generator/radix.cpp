@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -10,6 +12,10 @@
 
 namespace topk::gen {
 namespace {
+
+// Thrown inside FromLegacyJson: the object is not an earlier release's
+// configuration.
+struct NotLegacy {};
 
 bool IsPow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
@@ -304,28 +310,49 @@ class Radix final : public Family {
 
   std::optional<Config> FromLegacyJson(const nlohmann::json& j) const override {
     if (!j.is_object() || j.contains("family")) return std::nullopt;
+    // Earlier releases wrote these fields as JSON integers. Anything else
+    // (a fraction, 1e300, a number beyond int) is not such a configuration:
+    // json::get<int> would convert it with undefined behaviour.
+    auto int_field = [&](const char* key, std::optional<int> fallback = std::nullopt) -> int {
+      if (!j.contains(key)) {
+        if (fallback) return *fallback;
+        throw NotLegacy();
+      }
+      const nlohmann::json& v = j[key];
+      if (!v.is_number_integer()) throw NotLegacy();
+      if (v.is_number_unsigned()) {
+        const auto u = v.get<uint64_t>();
+        if (u > static_cast<uint64_t>(std::numeric_limits<int>::max())) throw NotLegacy();
+        return static_cast<int>(u);
+      }
+      const auto i = v.get<int64_t>();
+      if (i < std::numeric_limits<int>::min() || i > std::numeric_limits<int>::max()) throw NotLegacy();
+      return static_cast<int>(i);
+    };
     try {
       auto dt = ParseDType(j.at("dtype").get<std::string>());
       if (!dt.ok()) return std::nullopt;
-      const int cluster = j.at("cluster").get<int>();
+      const int cluster = int_field("cluster");
       if (cluster == 0) {
         WarpParams w;
         w.dtype = *dt;
-        w.block_threads = j.at("block_threads").get<int>();
-        w.items = j.value("items", 0);
-        w.lane_bound = j.at("rounds").get<int>();
+        w.block_threads = int_field("block_threads");
+        w.items = int_field("items", 0);
+        w.lane_bound = int_field("rounds");
         return w.ToConfig();
       }
       RadixParams c;
       c.dtype = *dt;
-      c.block_threads = j.at("block_threads").get<int>();
-      c.radix_bits = j.at("radix_bits").get<int>();
+      c.block_threads = int_field("block_threads");
+      c.radix_bits = int_field("radix_bits");
       c.half_first = j.value("half_first", false);
-      c.smem_buffer = j.at("smem_buffer").get<int>();
+      c.smem_buffer = int_field("smem_buffer");
       c.cluster = cluster;
-      c.rounds = j.at("rounds").get<int>();
+      c.rounds = int_field("rounds");
       c.row_cache = j.value("row_cache", false);
       return c.ToConfig();
+    } catch (const NotLegacy&) {
+      return std::nullopt;
     } catch (const nlohmann::json::exception&) {
       return std::nullopt;
     }

@@ -6,7 +6,12 @@ set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config git python3
       libsqlite3-dev sqlite3 nlohmann-json3-dev libcli11-dev
-      libgtest-dev libbenchmark-dev)
+      libgtest-dev libbenchmark-dev
+      # scripts/fuzz.sh: clang with libFuzzer and the sanitizer runtimes
+      # (libclang_rt.fuzzer-x86_64.a). Debian 12's default clang (14) lacks
+      # __builtin_source_location, so libstdc++'s std::source_location (used
+      # by cache/) does not compile with it; clang 16 is in bookworm too.
+      clang-16 libclang-rt-16-dev)
 # Extra packages for a step (e.g. TOPK_SETUP_EXTRA="chromium" for the report
 # screenshot test).
 if [[ -n "${TOPK_SETUP_EXTRA:-}" ]]; then

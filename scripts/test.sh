@@ -2,6 +2,10 @@
 # Sets up a fresh Debian/Ubuntu machine (with the CUDA toolkit), builds
 # everything and runs every test. Tests that need a GPU report themselves
 # skipped where there is none.
+#
+# Then, unless TOPK_SKIP_EXTRA=1, the extra checks (docs/TESTING.md): the
+# CPU tests under ASan/UBSan (scripts/sanitize.sh) and a short run of every
+# fuzz target (scripts/fuzz.sh, FUZZ_SECONDS each, default here 10).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -9,3 +13,8 @@ BUILD=${TOPK_BUILD_DIR:-build}
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release
 cmake --build "$BUILD" -j"$(nproc)"
 ctest --test-dir "$BUILD" --output-on-failure -j"$(nproc)" "$@"
+
+if [[ "${TOPK_SKIP_EXTRA:-0}" != 1 ]]; then
+  ./scripts/sanitize.sh
+  FUZZ_SECONDS=${FUZZ_SECONDS:-10} ./scripts/fuzz.sh
+fi

@@ -102,6 +102,34 @@ TEST(ConfigTest, EarlierReleasesIdsAndJsonStillParse) {
   EXPECT_EQ(*jr, Config(Block()));
 }
 
+// Found by fuzz_variant_id (fuzz/regressions/fuzz_variant_id/): a
+// configuration object of an earlier release whose integer fields hold a
+// float beyond int (1e300) or a fraction was converted with json::get<int>,
+// undefined behaviour (UBSan: "1e+300 is outside the range of representable
+// values of type 'int'"). Such an object is not a legacy configuration.
+TEST(ConfigTest, LegacyJsonWithNonIntegerFieldIsRejected) {
+  const nlohmann::json good = {{"dtype", "f32"}, {"block_threads", 128}, {"cluster", 0}, {"rounds", 1}, {"items", 8}};
+  ASSERT_TRUE(Config::FromJson(good).ok());
+  for (const char* key : {"cluster", "block_threads", "rounds", "items"}) {
+    for (const nlohmann::json& bad : {nlohmann::json(1e300), nlohmann::json(-1e300), nlohmann::json(128.5),
+                                      nlohmann::json(uint64_t{1} << 40), nlohmann::json(int64_t{-1} << 40)}) {
+      nlohmann::json j = good;
+      j[key] = bad;
+      EXPECT_FALSE(Config::FromJson(j).ok()) << key << " = " << bad.dump();
+    }
+  }
+  nlohmann::json radix = {{"dtype", "f32"}, {"block_threads", 512}, {"radix_bits", 11}, {"smem_buffer", 4096},
+                          {"cluster", 1},   {"rounds", 2}};
+  ASSERT_TRUE(Config::FromJson(radix).ok());
+  for (const char* key : {"cluster", "block_threads", "radix_bits", "smem_buffer", "rounds"}) {
+    nlohmann::json j = radix;
+    j[key] = 1e300;
+    EXPECT_FALSE(Config::FromJson(j).ok()) << key;
+  }
+  // The ids of earlier releases go through the same path.
+  EXPECT_FALSE(Config::FromId("radix_f32_b512_r11_s4096_c99999999999_t2_m1_i0").ok());
+}
+
 TEST(ConfigTest, JsonRoundTripAndErrors) {
   const Config c = Block();
   auto back = Config::FromJson(c.ToJson());

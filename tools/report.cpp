@@ -593,7 +593,9 @@ std::string EffectChart(const std::string& id, const KnobEffect& e) {
     if (t <= ymax) ticks.push_back(t);
   if (ticks.size() > 6) {  // keep about six, always including 1
     std::vector<double> thin = {1.0};
-    for (size_t i = ticks.size() - 1; i > 0 && thin.size() < 6; i -= 2) thin.push_back(ticks[i]);
+    // Every other tick from the top; the step stops at 0 (i -= 2 from 1
+    // wrapped around and read past the end: ASan, scripts/sanitize.sh).
+    for (size_t i = ticks.size() - 1; i > 0 && thin.size() < 6; i = i > 2 ? i - 2 : 0) thin.push_back(ticks[i]);
     ticks = thin;
   }
   for (double t : ticks) {
