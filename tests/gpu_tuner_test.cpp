@@ -73,6 +73,23 @@ class GpuTunerTest : public ::testing::Test {
     return r;
   }
 
+  // A new cache file under the test's folder with this device recorded.
+  StatusOr<std::unique_ptr<cache::Cache>> FreshCache(const std::string& name) const {
+    auto c = cache::Cache::Open(dir_ + "/" + name);
+    if (!c.ok()) return c.status();
+    TOPK_RETURN_IF_ERROR((*c)->PutDevice(Record()));
+    return c;
+  }
+  // Six candidates, exhaustively, with short timing.
+  TuneOptions ShortTune() const {
+    TuneOptions o;
+    o.strategy = "exhaustive";
+    o.max_candidates = 6;
+    o.measure.min_time_ms = 2;
+    o.measure.min_samples = 5;
+    o.workdir = dir_ + "/work";
+    return o;
+  }
   cache::DeviceRecord Record() const { return cache::RecordOf(info_); }
 
   jit::DeviceInfo info_;
@@ -123,18 +140,11 @@ TEST_F(GpuTunerTest, FaultyKernelsAreIsolatedAndClassified) {
 }
 
 TEST_F(GpuTunerTest, TuneStoresAWinnerAndResumes) {
-  const std::string db = dir_ + "/tune.db";
-  auto cache = cache::Cache::Open(db);
+  auto cache = FreshCache("tune.db");
   ASSERT_TRUE(cache.ok()) << cache.status().ToString();
-  ASSERT_TRUE((*cache)->PutDevice(Record()).ok());
   WorkerClient w(WorkerPath(), 0, 60);
-  TuneOptions o;
-  o.strategy = "exhaustive";
-  o.max_candidates = 6;
-  o.measure.min_time_ms = 2;
-  o.measure.min_samples = 5;
+  TuneOptions o = ShortTune();
   o.inject_faults = {"crash", "wrong"};
-  o.workdir = dir_ + "/work";
   o.objective = "normal";  // counts below are of one input; the robust objective is tested on its own
   Problem p = Small();
   ShapeSummary first;
@@ -173,18 +183,11 @@ TEST_F(GpuTunerTest, TuneStoresAWinnerAndResumes) {
 // on the shifted, plateau and 16-valued inputs too, and those measurements
 // are stored with their input.
 TEST_F(GpuTunerTest, RobustObjectiveTimesTheCandidatesOnAdversarialInputs) {
-  const std::string db = dir_ + "/robust.db";
-  auto cache = cache::Cache::Open(db);
+  auto cache = FreshCache("robust.db");
   ASSERT_TRUE(cache.ok()) << cache.status().ToString();
-  ASSERT_TRUE((*cache)->PutDevice(Record()).ok());
   WorkerClient w(WorkerPath(), 0, 60);
-  TuneOptions o;
-  o.strategy = "exhaustive";
-  o.max_candidates = 6;
+  TuneOptions o = ShortTune();
   o.retime_top = 2;
-  o.measure.min_time_ms = 2;
-  o.measure.min_samples = 5;
-  o.workdir = dir_ + "/work";
   o.objective = "robust";
   const Problem p = Small();
   Tuner t(cache->get(), compiler_.get(), &w, Record(), info_.ToArch(), o);

@@ -79,7 +79,7 @@ const char* DispatchSourceName(DispatchSource source);
 
 struct PlanInfo {
   DispatchSource source = DispatchSource::kDefault;
-  std::string variant_id;       // e.g. "radix_f32_b1024_r11_s4096_c1_t2_m1_i0"
+  std::string variant_id;       // e.g. "radix_f32_b1024_r11_h0_s4096_c1_t2_m1"
   std::string tuned_shape;      // the tuned problem used (exact / nearest), else ""
   double tuned_median_us = 0;   // its stored median, 0 for the default
   bool binary_from_cache = false;  // cubin loaded from the cache (no NVRTC)

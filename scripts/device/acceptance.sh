@@ -15,20 +15,7 @@ export TOPK_BIN_DIR="$PWD/$B/bin"
 T="$PWD/$B/bin/topk-tune"
 DB="$PWD/.device-state/dsa.db"
 GRID=${GRID:-/tmp/kill.db}  # the kill stage's cache: the dsa preset, tuned after five kills
-SUMMARY="$OUT/summary.txt"
-touch "$SUMMARY"
-
-log() { echo "$*" | tee -a "$SUMMARY"; }
-run() {  # run NAME TIMEOUT CMD...: output to $LOGS/NAME.log, its tail to the summary
-  local name=$1 limit=$2
-  shift 2
-  local t0=$SECONDS
-  timeout "$limit" "$@" >"$LOGS/$name.log" 2>&1
-  local rc=$?
-  log "== $name: rc=$rc ($((SECONDS - t0)) s): $*"
-  tail -n "${TAIL:-25}" "$LOGS/$name.log" | cut -c1-220 >>"$SUMMARY"
-  return $rc
-}
+LOGDIR=$LOGS  # run() writes its logs there (env.sh)
 # The measurement keys of a cache, one per line, sorted (no line at all when
 # there are none: an empty line would count as a measurement).
 keys() { sql "$1" "SELECT device||'|'||variant_id||'|'||problem_key||'|'||input_dist||'|'||l2_mode FROM measurements" | sed '/^$/d' | sort; }

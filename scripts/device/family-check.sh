@@ -14,24 +14,13 @@
 #      zeros) and 16-valued inputs: the radix winner against filter-family
 #      variants, each verified exact first, in the same run.
 # Logs under $OUT; the summary is printed.
-#   scripts/device/family-check.sh [probe] [tests] [python] [legacy]   (default: all)
+#   scripts/device/family-check.sh [probe] [tests] [python] [legacy] [filter]   (default: all)
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
-SUMMARY="$OUT/summary.txt"
 : >"$SUMMARY"
 export TOPK_WORKER="$PWD/$B/bin/topk-tune-worker" TOPK_LIBRARY="$PWD/$B/lib/libtopk.so" PYTHONUNBUFFERED=1
 export TOPK_BIN_DIR="$PWD/$B/bin"
-log() { echo "$*" | tee -a "$SUMMARY"; }
-run() {  # run NAME TIMEOUT CMD...: output to $OUT/NAME.log, its tail to the summary
-  local name=$1 limit=$2
-  shift 2
-  local t0=$SECONDS
-  timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
-  local rc=$?
-  log "== $name: rc=$rc ($((SECONDS - t0)) s)"
-  tail -n "${TAIL:-12}" "$OUT/$name.log" | cut -c1-200 >>"$SUMMARY"
-  return $rc
-}
+TAIL=${TAIL:-12}
 stages=("$@")
 [[ ${#stages[@]} -eq 0 ]] && stages=(probe tests python legacy filter)
 FILTERS_F32=${FILTERS_F32:-"filter_f32_b512_u2_r11_s2 filter_f32_b512_u1_r8_s4 filter_f32_b256_u2_r11_s4 filter_f32_b1024_u1_r11_s2"}
