@@ -20,9 +20,8 @@ namespace topk::jit {
 
 class KernelStore;
 
-// Largest k the row sort supports (its shared memory holds a power of two
-// >= k of 8-byte entries, opting in to 128 KB).
-constexpr int64_t kMaxSortedK = 16384;
+// Largest k the row sort supports (TOPK_MAX_SORTED_K in topk/args.h).
+constexpr int64_t kMaxSortedK = TOPK_MAX_SORTED_K;
 
 class PreparedVariant {
  public:

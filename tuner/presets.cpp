@@ -9,7 +9,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "jit/variant.hpp"
+#include "topk/args.h"
 #include "tuner/reference.hpp"
 
 namespace topk::tuner {
@@ -36,8 +36,8 @@ Status ValidateTunable(const Problem& p) {
   if (p.k < 1) return InvalidArgument("shape", "k must be >= 1 to tune, got " + std::to_string(p.k));
   if (p.batch < 1) return InvalidArgument("shape", "batch must be >= 1 to tune, got " + std::to_string(p.batch));
   // The runtime refuses these, so a winner for one could never be used.
-  if (p.sorted && p.k > jit::kMaxSortedK)
-    return InvalidArgument("shape", "sorted output supports k <= " + std::to_string(jit::kMaxSortedK) + ", got k = " +
+  if (p.sorted && p.k > TOPK_MAX_SORTED_K)
+    return InvalidArgument("shape", "sorted output supports k <= " + std::to_string(TOPK_MAX_SORTED_K) + ", got k = " +
                                         std::to_string(p.k));
   if (p.batch * p.stride() >= (1LL << 31))
     return InvalidArgument("shape", "batch * n = " + std::to_string(p.batch * p.stride()) +

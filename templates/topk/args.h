@@ -12,6 +12,10 @@
 // Capacity of the rank list (candidates ranked directly in the last step).
 #define TOPK_RANK_CAP 256
 
+// Largest k of sorted output: the row sort's shared memory holds a power of
+// two >= k of 8-byte entries (sort_rows.cuh), opting in to 128 KB.
+#define TOPK_MAX_SORTED_K 16384
+
 // Candidates per thread the filter family's list may hold
 // (templates/topk/filter/filter_select.cuh): its capacity is at most this
 // many times the block size.
