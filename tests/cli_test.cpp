@@ -450,7 +450,7 @@ TEST(CliSpaceTest, TableAndJsonMatchTheGenerator) {
   // The parsed document must outlive the loop (a range-for over a member of
   // a temporary reads freed memory: ASan, scripts/sanitize.sh).
   const json sm80 = json::parse(r.out);
-  for (const auto& c : sm80["configs"]) EXPECT_LE(c["cluster"].get<int>(), 1) << c.dump();
+  for (const auto& c : sm80["configs"]) EXPECT_LE(c.value("cluster", 1), 1) << c.dump();  // radix only
 
   r = RunCli({"space", "--shape", spec, "--limit", "3"});
   EXPECT_EQ(r.code, kOk);
