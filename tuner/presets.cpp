@@ -39,9 +39,12 @@ Status ValidateTunable(const Problem& p) {
   if (p.sorted && p.k > TOPK_MAX_SORTED_K)
     return InvalidArgument("shape", "sorted output supports k <= " + std::to_string(TOPK_MAX_SORTED_K) + ", got k = " +
                                         std::to_string(p.k));
-  if (p.batch * p.stride() >= (1LL << 31))
-    return InvalidArgument("shape", "batch * n = " + std::to_string(p.batch * p.stride()) +
-                                        " elements: at most 2^31 - 1 can be tuned");
+  // Divide rather than multiply: a row stride read from the grammar may be
+  // near INT64_MAX, and the product would overflow.
+  constexpr int64_t kMaxElems = (1LL << 31) - 1;
+  if (p.stride() > kMaxElems / p.batch)
+    return InvalidArgument("shape", "batch * row stride = " + std::to_string(p.batch) + " * " +
+                                        std::to_string(p.stride()) + " elements: at most 2^31 - 1 can be tuned");
   return Status::Ok();
 }
 
