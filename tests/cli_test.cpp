@@ -641,6 +641,9 @@ TEST(CliReportTest, WritesSelfContainedHtmlMarkdownAndJson) {
   EXPECT_EQ(j["devices"][0]["shapes"].size(), 3u);
   EXPECT_EQ(j["devices"][0]["outcomes"]["crash"], 1);
   EXPECT_TRUE(Contains(r.out, out + "/report.html")) << r.out;
+  // Counts agree with their nouns ("1 baselines" once).
+  EXPECT_TRUE(Contains(r.out, "3 winners, ")) << r.out;
+  EXPECT_TRUE(Contains(r.out, ", 1 baseline from ")) << r.out;
 
   // An output directory that cannot be made: a usage error, nothing read.
   const Result bad = RunCli({"report", "--db", db, "--out", "/proc/forbidden/rep"});

@@ -47,11 +47,11 @@ Counts CountRows(const cache::Cache& c) {
 }
 
 std::string CountsLine(const Counts& a, const Counts& b) {
-  auto d = [](int64_t before, int64_t after) {
-    return std::to_string(after) + (after != before ? " (+" + std::to_string(after - before) + ")" : "");
+  auto d = [](int64_t before, int64_t after, const std::string& noun) {
+    return CountOf(after, noun) + (after != before ? " (+" + std::to_string(after - before) + ")" : "");
   };
-  return d(a.devices, b.devices) + " devices, " + d(a.measurements, b.measurements) + " measurements, " +
-         d(a.winners, b.winners) + " winners, " + d(a.baselines, b.baselines) + " baselines";
+  return d(a.devices, b.devices, "device") + ", " + d(a.measurements, b.measurements, "measurement") + ", " +
+         d(a.winners, b.winners, "winner") + ", " + d(a.baselines, b.baselines, "baseline");
 }
 
 json CountsJson(const Counts& n) {
@@ -247,8 +247,10 @@ Command AddReport(CLI::App& root) {
                          {"measurements", in->measurements.size()},
                          {"baselines", in->baselines.size()}});
     for (const auto& p : written) std::cout << "wrote " << p << "\n";
-    std::cout << in->winners.size() << " winners, " << in->measurements.size() << " measurements, "
-              << in->baselines.size() << " baselines from " << db << ". Open " << written[0] << " in a browser.\n";
+    std::cout << CountOf(static_cast<int64_t>(in->winners.size()), "winner") << ", "
+              << CountOf(static_cast<int64_t>(in->measurements.size()), "measurement") << ", "
+              << CountOf(static_cast<int64_t>(in->baselines.size()), "baseline") << " from " << db << ". Open "
+              << written[0] << " in a browser.\n";
     return kExitOk;
   };
   return {app, run};

@@ -381,6 +381,10 @@ std::string FormatDuration(double seconds) {
   return buf;
 }
 
+std::string CountOf(int64_t n, const std::string& noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
 std::string FormatBytes(int64_t bytes) {
   char buf[48];
   const double b = static_cast<double>(bytes);

@@ -126,6 +126,9 @@ std::string FormatUs(double us);             // "41.2" (three significant digits
 std::string FormatSpeedup(double x);         // "1.34x", "-" when 0
 std::string FormatDuration(double seconds);  // "42s", "3m05s", "1h02m"
 std::string FormatBytes(int64_t bytes);      // "50 MiB"
+// "1 baseline", "3 baselines", "0 winners": a count with its noun in the
+// right number (the noun's plural is NOUN + "s").
+std::string CountOf(int64_t n, const std::string& noun);
 
 // A plain text table: columns padded to their widest cell.
 class Table {
