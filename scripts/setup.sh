@@ -11,7 +11,13 @@ pkgs=(build-essential cmake pkg-config git python3
       # (libclang_rt.fuzzer-x86_64.a). Debian 12's default clang (14) lacks
       # __builtin_source_location, so libstdc++'s std::source_location (used
       # by cache/) does not compile with it; clang 16 is in bookworm too.
-      clang-16 libclang-rt-16-dev)
+      clang-16 libclang-rt-16-dev
+      # scripts/wheel.sh (ctest wheel_test): builds the Python wheel offline
+      # and installs it into a venv
+      python3-setuptools python3-wheel python3-venv python3-pip
+      # python/tests/test_ops.py: the torch operators on meta and fake
+      # tensors (Debian's torch is CPU-only, which is all those tests need)
+      python3-torch)
 # Extra packages for a step (e.g. TOPK_SETUP_EXTRA="chromium" for the report
 # screenshot test).
 if [[ -n "${TOPK_SETUP_EXTRA:-}" ]]; then
