@@ -182,6 +182,13 @@ if(TOPK_BUILD_TESTS)
             ${CMAKE_C_COMPILER} ${CMAKE_CXX_COMPILER} ${CUDAToolkit_BIN_DIR})
   set_tests_properties(install_test PROPERTIES LABELS cpu TIMEOUT 300)
 
+  # scripts/setup.sh installs torch (for the operators' fake-tensor tests)
+  # as a Debian package, which only the system interpreter sees: prefer it
+  # over whatever python3 comes first on PATH (a pyenv or conda one).
+  find_program(TOPK_SYSTEM_PYTHON NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
+  if(TOPK_SYSTEM_PYTHON)
+    set(Python3_EXECUTABLE ${TOPK_SYSTEM_PYTHON})
+  endif()
   find_package(Python3 COMPONENTS Interpreter QUIET)
   if(Python3_Interpreter_FOUND AND EXISTS ${PROJECT_SOURCE_DIR}/python/tests)
     # The pure-Python tests (no torch, no GPU); unittest so that pytest is

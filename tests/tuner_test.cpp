@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -16,6 +18,7 @@
 #include "tuner/search.hpp"
 #include "generator/radix.hpp"
 #include "tuner/tuner.hpp"
+#include "tuner/worker.hpp"
 
 namespace topk::tuner {
 namespace {
@@ -282,6 +285,39 @@ TEST_F(TunerTest, RejectsUntunableShapes) {
   EXPECT_EQ(t.TuneShape(p, 0, 1, nullptr).status().code(), Code::kInvalidArgument);
   opt_.strategy = "simulated-annealing";
   EXPECT_EQ(Tune(opt_).status().code(), Code::kInvalidArgument);
+}
+
+// A stand-in worker: answers the hello with its own blocked-signal mask
+// (/proc/PID/status SigBlk), then waits for input that never comes.
+std::string FakeWorker() {
+  const std::string path = testing::TempPath("fake-worker.sh");
+  std::ofstream(path) << "#!/bin/sh\nread line\n"
+                         "blk=$(sed -n 's/^SigBlk:[[:space:]]*//p' /proc/$$/status)\n"
+                         "echo \"{\\\"device\\\":{\\\"sigblk\\\":\\\"$blk\\\"}}\"\n"
+                         "exec cat >/dev/null\n";
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  return path;
+}
+
+// An interrupted tune kills its workers (KillAllWorkers) and blocks SIGINT
+// and SIGTERM in every thread; the workers must not inherit that mask.
+TEST(WorkerTest, InterruptKillsStartedWorkersWhichStartWithNoSignalBlocked) {
+  sigset_t block, old;
+  sigemptyset(&block);
+  sigaddset(&block, SIGINT);
+  sigaddset(&block, SIGTERM);
+  ASSERT_EQ(pthread_sigmask(SIG_BLOCK, &block, &old), 0);
+  WorkerClient w(FakeWorker(), 0, 10);
+  auto hello = w.Hello();
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  ASSERT_TRUE(hello.ok()) << hello.status().ToString();
+  EXPECT_NE(hello->find("\"sigblk\":\"0000000000000000\""), std::string::npos) << *hello;
+
+  EXPECT_EQ(KillAllWorkers(), 1);
+  // The next request finds the worker dead and forgets it.
+  EXPECT_FALSE(w.Hello().ok());
+  EXPECT_EQ(w.restarts(), 1);
+  EXPECT_EQ(KillAllWorkers(), 0);
 }
 
 TEST(SearchTest, ExhaustiveProposesEveryIndexOnceDefaultFirst) {

@@ -48,7 +48,11 @@ Counts CountRows(const cache::Cache& c) {
 
 std::string CountsLine(const Counts& a, const Counts& b) {
   auto d = [](int64_t before, int64_t after, const std::string& noun) {
-    return CountOf(after, noun) + (after != before ? " (+" + std::to_string(after - before) + ")" : "");
+    // "3 (+3) winners": the count, what this command added, the noun.
+    const std::string counted = CountOf(after, noun);
+    const size_t space = counted.find(' ');
+    return counted.substr(0, space) + (after != before ? " (+" + std::to_string(after - before) + ")" : "") +
+           counted.substr(space);
   };
   return d(a.devices, b.devices, "device") + ", " + d(a.measurements, b.measurements, "measurement") + ", " +
          d(a.winners, b.winners, "winner") + ", " + d(a.baselines, b.baselines, "baseline");

@@ -24,7 +24,8 @@ namespace fs = std::filesystem;
 const char* const kExitCodeHelp =
     "Exit codes: 0 ok, 1 other error, 2 usage error (nothing was done), 3 no NVIDIA GPU,\n"
     "            4 cache file missing/corrupt/unopenable, 5 partial failure\n"
-    "            (some shapes have no winner, or some winners failed verification).\n"
+    "            (some shapes have no winner, or some winners failed verification),\n"
+    "            130 tune interrupted (SIGINT/SIGTERM; finished work is kept).\n"
     "Cache: --db PATH, else $TOPK_TUNE_DB, else $XDG_CACHE_HOME/topk-tune/tuning.db,\n"
     "       else ~/.cache/topk-tune/tuning.db.";
 

@@ -25,6 +25,7 @@ enum ExitCode : int {
   kExitNoGpu = 3,    // the command needs an NVIDIA GPU and found none
   kExitCache = 4,    // the cache file is missing, corrupt or cannot be opened
   kExitPartial = 5,  // finished, but some shapes have no winner / some winners failed
+  kExitInterrupted = 130,  // tune stopped by SIGINT/SIGTERM (128 + SIGINT, as shells report it)
 };
 
 extern const char* const kExitCodeHelp;

@@ -1,4 +1,5 @@
 // `topk-tune tune`: tunes a list of shapes on one or more GPUs.
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -63,14 +64,67 @@ std::vector<std::string> SplitComma(const std::string& s) {
   return out;
 }
 
-// Ctrl-C during a tune: the cache keeps every finished measurement.
-void OnInterrupt(int) {
-  static const char msg[] =
-      "\ntopk-tune: interrupted. Every finished measurement is in the cache: run the same command again to resume.\n";
-  ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
-  (void)ignored;
-  _exit(130);
-}
+// Ctrl-C or SIGTERM during a tune. Every thread (the compile threads
+// included) blocks both and one watcher thread takes them with sigwait: it
+// kills the workers, removes the tune's scratch folders and exits 130. A
+// signal handler could not remove a folder safely (nothing in
+// std::filesystem is async-signal-safe). The cache keeps every finished
+// measurement: an unfinished transaction is rolled back on the next open.
+// SIGUSR2 from the destructor ends the watcher when the tune finishes.
+class InterruptWatcher {
+ public:
+  explicit InterruptWatcher(std::vector<std::string> dirs) : dirs_(std::move(dirs)) {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    sigaddset(&set_, SIGUSR2);
+    pthread_sigmask(SIG_BLOCK, &set_, &old_);
+    thread_ = std::thread([this] { Watch(); });
+  }
+  ~InterruptWatcher() {
+    done_ = true;
+    pthread_kill(thread_.native_handle(), SIGUSR2);
+    thread_.join();
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  InterruptWatcher(const InterruptWatcher&) = delete;
+  InterruptWatcher& operator=(const InterruptWatcher&) = delete;
+
+ private:
+  void Watch() {
+    int sig = 0;
+    while (sigwait(&set_, &sig) == 0) {
+      if (sig == SIGUSR2) {
+        if (done_) return;
+        continue;  // someone else's SIGUSR2: keep watching
+      }
+      const int killed = tuner::KillAllWorkers();
+      std::error_code ec;
+      for (const auto& d : dirs_) fs::remove_all(d, ec);
+      const std::string what = std::string(sig == SIGINT ? "SIGINT" : "SIGTERM") + ": stopped " +
+                               std::to_string(killed) + " worker" + (killed == 1 ? "" : "s") +
+                               " and removed the scratch folders";
+      if (Global().json) {
+        std::cout << json{{"ok", false},
+                          {"exit_code", kExitInterrupted},
+                          {"error", "interrupted (" + what + ")"},
+                          {"hint", "every finished measurement is in the cache: run the same command to resume"}}
+                         .dump()
+                  << std::endl;
+      } else {
+        std::cerr << "\ntopk-tune: interrupted (" << what
+                  << "). Every finished measurement is in the cache: run the same command again to resume.\n";
+      }
+      std::cout.flush();
+      _exit(kExitInterrupted);
+    }
+  }
+
+  std::vector<std::string> dirs_;
+  sigset_t set_{}, old_{};
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
 
 struct TuneOpts {
   std::string preset;
@@ -228,12 +282,6 @@ int RunTune(const TuneOpts& o) {
     progress.Note(head);
   }
   to.tune_run = "run-" + UtcNow(true) + "-" + std::to_string(::getpid());
-  struct sigaction sa {};
-  sa.sa_handler = OnInterrupt;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-
   // 4. One tuner and worker per GPU; the shapes come from a shared queue.
   std::vector<ShapeOutcome> results(jobs.size());
   tuner::WorkQueue queue(jobs.size());
@@ -241,6 +289,10 @@ int RunTune(const TuneOpts& o) {
   std::mutex results_mu;
   std::vector<std::string> device_errors;
   const std::string workroot = (fs::temp_directory_path() / ("topk-tune-" + std::to_string(::getpid()))).string();
+  std::vector<std::string> scratch;
+  for (size_t di = 0; di < devices.size(); ++di) scratch.push_back(workroot + "-gpu" + std::to_string(infos[di].ordinal));
+  std::optional<InterruptWatcher> watcher;
+  watcher.emplace(scratch);
   auto work = [&](size_t di) {
     const jit::DeviceInfo& info = infos[di];
     const int dev = info.ordinal;
@@ -295,8 +347,7 @@ int RunTune(const TuneOpts& o) {
     for (auto& t : threads) t.join();
   }
   progress.Finish();
-  signal(SIGINT, SIG_DFL);
-  signal(SIGTERM, SIG_DFL);
+  watcher.reset();
   // Every shape taken was run to its end (a worker gives up only between
   // shapes), so taken means ran.
   for (size_t i = 0; i < jobs.size(); ++i) {

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -299,6 +300,42 @@ std::string DefaultWorkerPath() {
   return "topk-tune-worker";
 }
 
+namespace {
+
+// Live worker pids, one slot each (0: free). Fixed and lock-free so that
+// KillAllWorkers can run in a signal handler; 256 exceeds any GPU count
+// times the one worker a client keeps.
+constexpr int kWorkerSlots = 256;
+std::atomic<pid_t> g_workers[kWorkerSlots];
+static_assert(std::atomic<pid_t>::is_always_lock_free, "KillAllWorkers must be async-signal-safe");
+
+void RegisterWorker(pid_t pid) {
+  for (auto& slot : g_workers) {
+    pid_t free = 0;
+    if (slot.compare_exchange_strong(free, pid)) return;
+  }
+  // All slots taken: the worker is still stopped by its client, only an
+  // interrupt would miss it.
+}
+
+void UnregisterWorker(pid_t pid) {
+  for (auto& slot : g_workers) {
+    pid_t mine = pid;
+    if (slot.compare_exchange_strong(mine, 0)) return;
+  }
+}
+
+}  // namespace
+
+int KillAllWorkers() {
+  int n = 0;
+  for (auto& slot : g_workers) {
+    const pid_t pid = slot.load();
+    if (pid > 0 && kill(pid, SIGKILL) == 0) ++n;
+  }
+  return n;
+}
+
 WorkerClient::WorkerClient(std::string worker_path, int device, double timeout_s)
     : path_(std::move(worker_path)), device_(device), timeout_s_(timeout_s) {}
 
@@ -316,8 +353,24 @@ Status WorkerClient::Start() {
   const std::string dev = std::to_string(device_);
   std::vector<char*> argv = {const_cast<char*>(path_.c_str()), const_cast<char*>("--device"),
                              const_cast<char*>(dev.c_str()), nullptr};
+  // The worker starts with no signal blocked and SIGINT/SIGTERM at their
+  // defaults, whatever this thread's mask: topk-tune blocks both in every
+  // thread and takes them on one watcher thread (tools/cli_tune.cpp), and a
+  // Ctrl-C in the terminal must still reach the workers.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGINT);
+  sigaddset(&defaults, SIGTERM);
+  sigaddset(&defaults, SIGPIPE);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, path_.c_str(), &fa, nullptr, argv.data(), environ);
+  const int rc = posix_spawn(&pid, path_.c_str(), &fa, &attr, argv.data(), environ);
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&fa);
   close(in_pipe[0]);
   close(out_pipe[1]);
@@ -329,6 +382,7 @@ Status WorkerClient::Start() {
                       " (build topk-tune-worker or set TOPK_WORKER)");
   }
   pid_ = pid;
+  RegisterWorker(pid);
   to_child_ = in_pipe[1];
   from_child_ = out_pipe[0];
   buffer_.clear();
@@ -337,6 +391,9 @@ Status WorkerClient::Start() {
 
 void WorkerClient::Stop(bool kill_first) {
   if (pid_ <= 0) return;
+  // Out of the registry before it is reaped: once reaped its pid may be
+  // reused by an unrelated process that KillAllWorkers must never hit.
+  UnregisterWorker(pid_);
   if (to_child_ >= 0) close(to_child_);
   if (kill_first) kill(pid_, SIGKILL);
   int status = 0;
@@ -393,6 +450,7 @@ StatusOr<std::string> WorkerClient::Exchange(const std::string& line, double tim
   TOPK_RETURN_IF_ERROR(Start());
   auto died = [&]() -> StatusOr<std::string> {
     int status = 0;
+    UnregisterWorker(pid_);
     waitpid(pid_, &status, 0);
     pid_ = -1;
     close(to_child_);

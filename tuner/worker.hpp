@@ -95,4 +95,11 @@ class WorkerClient final : public Evaluator {
 // The worker executable beside the running program, or $TOPK_WORKER.
 std::string DefaultWorkerPath();
 
+// SIGKILLs every worker process that a WorkerClient of this process has
+// started and not yet stopped; returns how many it signalled. For an
+// interrupted tune: a SIGTERM sent to topk-tune alone would otherwise leave
+// its workers running on the GPU until their pipes close. Async-signal-safe
+// (lock-free slots and kill(2)), so a signal handler may call it too.
+int KillAllWorkers();
+
 }  // namespace topk::tuner
