@@ -17,9 +17,11 @@ pkgs=(build-essential cmake pkg-config git python3
       python3-setuptools python3-wheel python3-venv python3-pip
       # python/tests/test_ops.py: the torch operators on meta and fake
       # tensors (Debian's torch is CPU-only, which is all those tests need)
-      python3-torch)
-# Extra packages for a step (e.g. TOPK_SETUP_EXTRA="chromium" for the report
-# screenshot test).
+      python3-torch
+      # report_test's ReportBrowserTest renders the report in headless
+      # Chromium and checks what a reader sees (skipped without it)
+      chromium)
+# Extra packages for a step (TOPK_SETUP_EXTRA="imagemagick", say).
 if [[ -n "${TOPK_SETUP_EXTRA:-}" ]]; then
   read -r -a extra <<<"$TOPK_SETUP_EXTRA"
   pkgs+=("${extra[@]}")

@@ -4,6 +4,7 @@
 // same report. An optional test renders the HTML in headless Chromium where
 // it is installed (Debian's `chromium`) and checks the screenshot.
 #include "tools/report.hpp"
+#include "tools/report_internal.hpp"
 
 #include <gtest/gtest.h>
 
@@ -15,6 +16,7 @@
 #include <sstream>
 
 #include "generator/config.hpp"
+#include "generator/family.hpp"
 #include "generator/radix.hpp"
 #include "support/test_support.hpp"
 
@@ -297,6 +299,20 @@ TEST(ReportTest, EscapesDeviceNamesAndTitles) {
   EXPECT_FALSE(Contains(f.html, "<script>"));
   EXPECT_TRUE(Contains(f.html, "&lt;script&gt;"));
   EXPECT_TRUE(Contains(f.html, "GPU &lt;b&gt;&amp;&lt;/b&gt;"));
+}
+
+TEST(ReportTest, WinnerIdsHaveALegendOfTheirFields) {
+  const ReportFiles f = RenderReport(Synthetic(ManyShapes()));
+  // Every radix parameter's tag and meaning, read from the family.
+  const gen::Family* radix = gen::FindFamily("radix");
+  ASSERT_NE(radix, nullptr);
+  EXPECT_TRUE(Contains(f.html, "idlegend"));
+  for (const auto& p : radix->params()) {
+    EXPECT_TRUE(Contains(f.html, "<code>" + p.tag + "</code> " + detail::Esc(p.meaning))) << p.name;
+    EXPECT_TRUE(Contains(f.html, "_" + p.tag + "&lt;" + p.name + "&gt;")) << p.name;
+  }
+  // No winner of another family: no legend for it.
+  EXPECT_FALSE(Contains(f.html, "Ids <code>warp_"));
 }
 
 TEST(ReportTest, EmptyInputRendersAHelpfulPage) {

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "generator/family.hpp"
 #include "tools/report_internal.hpp"
 
 namespace topk::report::detail {
@@ -78,6 +79,28 @@ std::string DeviceTitle(const Section& s) {
 
 namespace {
 
+// How to read the winner ids of this section: per family that has a winner,
+// the id's pattern and each field's meaning, from the family's own
+// parameter list (a new family's fields appear without touching this).
+std::string IdLegend(const Section& s) {
+  std::vector<std::string> names;
+  for (const auto& r : s.shapes)
+    if (r.winner && std::find(names.begin(), names.end(), r.winner->config.family) == names.end())
+      names.push_back(r.winner->config.family);
+  std::string h;
+  for (const auto& name : names) {
+    const gen::Family* f = gen::FindFamily(name);
+    if (!f) continue;
+    std::string pattern = name + "_&lt;dtype&gt;", fields;
+    for (const auto& p : f->params()) {
+      pattern += "_" + Esc(p.tag) + "&lt;" + Esc(p.name) + "&gt;";
+      fields += (fields.empty() ? "" : "; ") + std::string("<code>") + Esc(p.tag) + "</code> " + Esc(p.meaning);
+    }
+    h += "<p class=\"note idlegend\">Ids <code>" + pattern + "</code>: " + fields + ".</p>\n";
+  }
+  return h;
+}
+
 std::string HtmlSection(const Section& s, size_t index) {
   const std::string id = "d" + std::to_string(index);
   std::ostringstream h;
@@ -120,6 +143,7 @@ std::string HtmlSection(const Section& s, size_t index) {
       << "</td></tr>\n";
   }
   h << "</table>\n";
+  h << IdLegend(s);
 
   // 2. Winning knobs over (n, k).
   h << "<h3>Winning knobs over (n, k)</h3>\n<p class=\"note\">Each dot is a tuned shape at its row length n and k "
