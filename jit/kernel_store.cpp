@@ -104,20 +104,32 @@ class DirectoryStore final : public BinaryStore {
 
 class BlobStore final : public BinaryStore {
  public:
+  // Indexes the blob without copying or checking it: Library::Open builds
+  // one per process, and only the kernels a process uses are parsed (and
+  // their checksums checked) by Find.
   explicit BlobStore(std::string_view blob) {
-    auto all = ReadKernelBlob(blob);
-    if (!all.ok()) return;
-    for (CompiledKernel& k : *all) {
-      std::string key = k.source_hash + '\n' + k.arch + '\n' + k.options;
-      kernels_.emplace(std::move(key), std::move(k));
+    if (blob.substr(0, kBlobMagic.size()) != kBlobMagic) return;
+    Reader r{blob.substr(kBlobMagic.size())};
+    uint64_t n = 0;
+    if (!r.U64(&n)) return;
+    std::map<std::string, std::string_view> index;
+    for (uint64_t i = 0; i < n; ++i) {
+      std::string_view entry, key, hash, arch, options;
+      if (!r.Field(&entry) || entry.substr(0, kKernelMagic.size()) != kKernelMagic) return;  // all or nothing
+      Reader f{entry.substr(kKernelMagic.size())};
+      if (!f.Field(&key) || !f.Field(&hash) || !f.Field(&arch) || !f.Field(&options)) return;
+      index.emplace(std::string(hash) + '\n' + std::string(arch) + '\n' + std::string(options), entry);
     }
+    index_ = std::move(index);
   }
   StatusOr<std::optional<CompiledKernel>> Find(const std::string& hash, const std::string& arch,
                                                const std::string& options, const std::string& version) override {
     (void)version;
-    auto it = kernels_.find(hash + '\n' + arch + '\n' + options);
-    if (it == kernels_.end()) return std::optional<CompiledKernel>();
-    return std::optional<CompiledKernel>(it->second);
+    auto it = index_.find(hash + '\n' + arch + '\n' + options);
+    if (it == index_.end()) return std::optional<CompiledKernel>();
+    auto k = ParseKernel(it->second);
+    if (!k.ok()) return std::optional<CompiledKernel>();
+    return std::optional<CompiledKernel>(std::move(*k));
   }
   Status Put(const CompiledKernel& k) override {
     (void)k;
@@ -125,7 +137,7 @@ class BlobStore final : public BinaryStore {
   }
 
  private:
-  std::map<std::string, CompiledKernel> kernels_;
+  std::map<std::string, std::string_view> index_;
 };
 
 class ChainStore final : public BinaryStore {

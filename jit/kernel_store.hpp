@@ -48,7 +48,8 @@ std::unique_ptr<BinaryStore> MakeDirectoryStore(const std::string& dir);
 // shipped in the library). Matches hash, arch and options but not the
 // compiler version: a cubin built by the NVRTC of the build serves any
 // NVRTC at run time (its source hash covers every template). A blob that
-// does not parse is empty. Put does nothing.
+// does not parse is empty, a kernel that does not is a miss. `blob` must
+// outlive the store (the embedded blob does). Put does nothing.
 std::unique_ptr<BinaryStore> MakeBlobStore(std::string_view blob);
 // The blob of `kernels` for MakeBlobStore.
 std::string WriteKernelBlob(const std::vector<CompiledKernel>& kernels);

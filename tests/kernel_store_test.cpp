@@ -164,8 +164,15 @@ TEST(KernelStoreTest, BlobStoreMatchesAnyCompilerVersionAndIgnoresACorruptBlob) 
   ASSERT_TRUE(f.ok() && f->has_value());
   EXPECT_EQ((*f)->cubin, a.cubin);
   EXPECT_FALSE(Find(*store, Kernel("cccccccccccccccc")).has_value());
-  auto torn = jit::MakeBlobStore(blob.substr(0, blob.size() - 3));
+  const std::string torn_blob = blob.substr(0, blob.size() - 3);  // the store keeps views into it
+  auto torn = jit::MakeBlobStore(torn_blob);
   EXPECT_FALSE(Find(*torn, a).has_value());
+  // A damaged kernel is a miss; the others still serve.
+  std::string damaged = blob;
+  damaged[damaged.size() - 100] ^= 1;  // inside b's cubin, the last entry
+  auto partly = jit::MakeBlobStore(damaged);
+  EXPECT_TRUE(Find(*partly, a).has_value());
+  EXPECT_FALSE(Find(*partly, b).has_value());
   EXPECT_FALSE(jit::ReadKernelBlob(blob.substr(0, blob.size() - 3)).ok());
 }
 
