@@ -65,6 +65,10 @@ void Check(cudaError_t e, const char* what) {
 std::unique_ptr<topk::Library> Open(const std::string& cache) {
   topk::Options o;
   o.cache_path = cache;
+  // The plan table times NVRTC against the tuning cache's cubins: neither
+  // the shipped kernels nor the kernel directory may answer first.
+  o.shipped_kernels = false;
+  o.kernel_dir = "off";
   auto lib = topk::Library::Open(o);
   if (!lib.ok()) Fail(lib.status().ToString());
   return std::move(*lib);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <map>
 #include <set>
 
 #include "generator/filter.hpp"
@@ -117,6 +118,58 @@ std::vector<KernelSource> GenerateSources(const Config& c) {
 LaunchPlan PlanLaunch(const Config& c, const Problem& p, const Arch& arch, int max_cache_keys) {
   auto f = FamilyOf(c);
   return f.ok() ? (*f)->Plan(c, p, arch, max_cache_keys) : LaunchPlan{};
+}
+
+std::vector<Config> DefaultKernelConfigs(const Arch& arch) {
+  std::set<int64_t> ns, batches;
+  for (int64_t v = 1; v < (int64_t{1} << 31); v *= 2)
+    for (int64_t x : {v - 1, v, v + 1, 3 * v})
+      if (x >= 1 && x < (int64_t{1} << 31)) ns.insert(x);
+  for (int64_t v = 1; v <= (int64_t{1} << 20); v *= 2)
+    for (int64_t x : {v - 1, v, v + 1, 3 * v})
+      if (x >= 1) batches.insert(x);
+  // The SM count decides whether rows split over clusters (few rows on many
+  // SMs): the architecture's flagship part and parts far smaller and larger.
+  std::vector<Arch> arches = {arch};
+  for (int sms : {8, 512}) {
+    Arch a = arch;
+    a.sm_count = sms;
+    arches.push_back(a);
+  }
+  std::map<std::string, Config> by_key;
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16})
+    for (const Arch& a : arches)
+      for (int64_t n : ns)
+        for (int64_t batch : batches)
+          for (int64_t k : {int64_t{1}, int64_t{8}, int64_t{9}, int64_t{1024}, n}) {
+            if (k > n) continue;
+            Problem p;
+            p.dtype = dtype;
+            p.n = n;
+            p.k = k;
+            p.batch = batch;
+            const Config c = DefaultConfig(p, a);
+            if (c.family.empty()) continue;
+            by_key.emplace(c.KernelKey(), c);
+          }
+  std::vector<Config> out;
+  for (auto& [key, c] : by_key) out.push_back(std::move(c));
+  return out;
+}
+
+std::vector<KernelSource> DefaultKernelSources(const Arch& arch) {
+  std::map<std::string, KernelSource> by_key;
+  for (const Config& c : DefaultKernelConfigs(arch))
+    for (KernelSource& s : GenerateSources(c)) by_key.emplace(s.key, std::move(s));
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+    KernelSource s = SortSource(dtype);
+    by_key.emplace(s.key, std::move(s));
+  }
+  std::vector<KernelSource> out;
+  std::set<std::string> hashes;
+  for (auto& [key, s] : by_key)
+    if (hashes.insert(s.hash).second) out.push_back(std::move(s));
+  return out;
 }
 
 }  // namespace topk::gen

@@ -138,6 +138,19 @@ void UnregisterFamily(std::string_view name);
 // wrong otherwise ("constraint family: ...").
 StatusOr<const Family*> FamilyOf(const Config& c);
 
+// Every distinct kernel the built-in defaults need on `arch` over all
+// problems: DefaultConfig's configs reduced to one per KernelKey (their other
+// parameters are launch arguments, which share the binary), for every
+// dtype, plus the row sort of each dtype (sorted output). A family's
+// Default is piecewise constant in the problem; the problems swept here
+// straddle every boundary the built-in defaults use (row lengths and
+// batches at powers of two, their neighbours and three times them; k
+// around the warp family's bound; a few SM counts, which decide clusters).
+// generator_test checks random problems against it. Sorted by key, one entry per source hash. Used to ship the defaults
+// precompiled (jit/ship_kernels.cpp).
+std::vector<Config> DefaultKernelConfigs(const Arch& arch);
+std::vector<KernelSource> DefaultKernelSources(const Arch& arch);
+
 // Every source of `c` (its family's Sources); empty for an unknown family.
 std::vector<KernelSource> GenerateSources(const Config& c);
 // The plan of `c` on `p` (its family's Plan); empty for an unknown family.

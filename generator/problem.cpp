@@ -83,4 +83,13 @@ std::string DefaultCachePath() {
   return "";
 }
 
+std::string DefaultKernelDir() {
+  if (const char* p = std::getenv("TOPK_TUNE_KERNEL_DIR"); p && *p) return std::string(p) == "off" ? "" : p;
+  // As DefaultCachePath: a relative XDG_CACHE_HOME is ignored, and no
+  // location means no directory rather than one in the working directory.
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && x[0] == '/') return std::string(x) + "/topk-tune/kernels";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/topk-tune/kernels";
+  return "";
+}
+
 }  // namespace topk

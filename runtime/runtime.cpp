@@ -10,6 +10,7 @@
 #include "jit/kernel_store.hpp"
 #include "jit/variant.hpp"
 #include "runtime/dispatch.hpp"
+#include "runtime/kernels.hpp"
 #include "topk/topk.hpp"
 
 namespace topk {
@@ -89,9 +90,14 @@ class LibraryImpl final : public Library {
     // binaries, and the store's write-back of new compiles fails quietly
     // (KernelStore treats that write as best effort).
     if (lib->cache_) lib->store_ = cache::MakeBinaryStore(lib->cache_.get());
+    // Lookup order: shipped kernels, the tuning cache, the kernel directory,
+    // then NVRTC (runtime/kernels.hpp).
+    lib->stores_ = std::make_unique<runtime::KernelStores>(
+        lib->store_.get(), o.shipped_kernels ? runtime::ShippedKernelBlob() : std::string_view(),
+        runtime::ResolveKernelDir(o.kernel_dir));
     jit::CompileOptions co;
     co.arch = lib->info_.ArchName();
-    lib->kernels_ = std::make_unique<jit::KernelStore>(lib->compiler_.get(), lib->store_.get(), co);
+    lib->kernels_ = std::make_unique<jit::KernelStore>(lib->compiler_.get(), lib->stores_->store(), co);
     return std::unique_ptr<Library>(std::move(lib));
   }
 
@@ -175,6 +181,7 @@ class LibraryImpl final : public Library {
   std::string description_;
   std::unique_ptr<jit::Compiler> compiler_;
   std::unique_ptr<jit::BinaryStore> store_;
+  std::unique_ptr<runtime::KernelStores> stores_;
   std::unique_ptr<jit::KernelStore> kernels_;
   std::mutex mu_;
 };

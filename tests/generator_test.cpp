@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <cmath>
+#include <random>
 #include <set>
 #include <sstream>
 
@@ -590,6 +592,33 @@ TEST(ProblemTest, DtypeNamesAreCaseInsensitive) {
   for (const char* n : {"BF16", "BFloat16"}) EXPECT_EQ(*ParseDType(n), DType::kBF16) << n;
   for (const char* n : {"F16", "Half", "FP16"}) EXPECT_EQ(*ParseDType(n), DType::kF16) << n;
   EXPECT_FALSE(ParseDType("f64").ok());
+}
+
+// The shipped kernels are DefaultKernelSources: random problems on devices
+// of random SM counts must not need a kernel outside it.
+TEST(DefaultKernelsTest, EnumerationCoversTheDefaultsOfRandomProblems) {
+  std::mt19937_64 rng(7);
+  for (const Arch& base : {Arch::Sm80(), Arch::Sm90()}) {
+    std::set<std::string> keys;
+    for (const Config& c : DefaultKernelConfigs(base)) EXPECT_TRUE(keys.insert(c.KernelKey()).second);
+    std::set<std::string> hashes;
+    for (const KernelSource& s : DefaultKernelSources(base)) hashes.insert(s.hash);
+    for (DType d : {DType::kF32, DType::kF16, DType::kBF16}) EXPECT_TRUE(hashes.count(SortSource(d).hash));
+    for (int i = 0; i < 20000; ++i) {
+      Arch a = base;
+      a.sm_count = static_cast<int>(rng() % 200) + 1;
+      Problem p;
+      p.dtype = static_cast<DType>(rng() % 3);
+      p.n = static_cast<int64_t>(std::exp2(std::uniform_real_distribution<double>(0, 31)(rng)));
+      p.n = std::min<int64_t>(std::max<int64_t>(p.n, 1), (int64_t{1} << 31) - 1);
+      p.k = static_cast<int64_t>(rng() % static_cast<uint64_t>(std::min<int64_t>(p.n, 4096) + 1));
+      p.batch = static_cast<int64_t>(std::exp2(std::uniform_real_distribution<double>(0, 20)(rng)));
+      const Config c = DefaultConfig(p, a);
+      ASSERT_TRUE(keys.count(c.KernelKey())) << c.Id() << " for " << p.batch << " x " << p.n << " k" << p.k
+                                             << " on " << a.sm_count << " SMs";
+      for (const KernelSource& s : GenerateSources(c)) ASSERT_TRUE(hashes.count(s.hash)) << s.key;
+    }
+  }
 }
 
 }  // namespace

@@ -82,7 +82,9 @@ struct PlanInfo {
   std::string variant_id;       // e.g. "radix_f32_b1024_r11_h0_s4096_c1_t2_m1"
   std::string tuned_shape;      // the tuned problem used (exact / nearest), else ""
   double tuned_median_us = 0;   // its stored median, 0 for the default
-  bool binary_from_cache = false;  // cubin loaded from the cache (no NVRTC)
+  // Every cubin came from memory, the shipped kernels, the tuning cache or
+  // the kernel directory (no NVRTC).
+  bool binary_from_cache = false;
   double plan_ms = 0;           // wall time MakePlan took
 };
 
@@ -107,6 +109,13 @@ struct Options {
   bool allow_same_arch = false;
   // Store cubins compiled at plan time back into the cache file.
   bool write_back = true;
+  // Kernels compiled at plan time are kept here for later processes (with
+  // or without a tuning cache): "" is DefaultKernelDir(), "off" keeps none,
+  // anything else is the directory to use.
+  std::string kernel_dir;
+  // Serve the default kernels compiled into the library (sm_80 and sm_90
+  // unless built otherwise) before compiling them; off only to measure NVRTC.
+  bool shipped_kernels = true;
 };
 
 class Library {
@@ -131,5 +140,12 @@ class Library {
 // $HOME/.cache/topk-tune/tuning.db. Empty variables count as unset; "" when
 // none gives a location (no HOME): the caller must name a path.
 std::string DefaultCachePath();
+
+// The directory of compiled kernels that Library::Open uses by default:
+// $TOPK_TUNE_KERNEL_DIR ("off": none), else
+// $XDG_CACHE_HOME/topk-tune/kernels (absolute XDG_CACHE_HOME only), else
+// $HOME/.cache/topk-tune/kernels. Empty variables count as unset; "" when
+// disabled or when none gives a location.
+std::string DefaultKernelDir();
 
 }  // namespace topk

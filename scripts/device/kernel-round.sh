@@ -19,9 +19,24 @@ if [[ ${SKIP_EXACT:-0} != 1 ]]; then
   CUOBJDUMP=/usr/local/cuda/bin/cuobjdump
   if [[ -x $CUOBJDUMP ]]; then
     for kern in ${SASS:-kernel_f32_b1024_r11_cN_i0}; do
-      name=$(grep -lx "$kern" /tmp/topk-tests/cubins/*.name 2>/dev/null | head -1)
-      [[ -n $name ]] || continue
-      $CUOBJDUMP -sass "${name%.name}.cubin" >"$OUT/$kern.sass" 2>&1
+      # The store's .kernel files (jit::SerializeKernel): a magic, then
+      # length-prefixed fields: key, hash, arch, options, compiler, lowered
+      # name, log, cubin.
+      python3 - "$kern" /tmp/topk-tests/cubins /tmp/topk-sass.cubin <<'PY' || continue
+import glob, struct, sys
+for path in glob.glob(sys.argv[2] + "/*.kernel"):
+    b = open(path, "rb").read()[8:]
+    fields = []
+    for _ in range(8):
+        n = struct.unpack_from("<Q", b)[0]
+        fields.append(b[8:8 + n])
+        b = b[8 + n:]
+    if fields[0].decode() == sys.argv[1]:
+        open(sys.argv[3], "wb").write(fields[7])
+        sys.exit(0)
+sys.exit(1)
+PY
+      $CUOBJDUMP -sass /tmp/topk-sass.cubin >"$OUT/$kern.sass" 2>&1
       echo "=== $kern: $(grep -cE 'STL|LDL' "$OUT/$kern.sass") local-memory instructions (SASS in $kern.sass)"
     done
   fi
