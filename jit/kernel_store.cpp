@@ -102,6 +102,16 @@ class DirectoryStore final : public BinaryStore {
   std::string dir_;
 };
 
+// "sm_86" -> "sm_80": the first architecture of a major version, or "" when
+// `arch` is that architecture already or not a plain "sm_<digits>" name.
+std::string FamilyBase(const std::string& arch) {
+  if (arch.size() < 5 || arch.compare(0, 3, "sm_") != 0) return "";
+  for (size_t i = 3; i < arch.size(); ++i)
+    if (arch[i] < '0' || arch[i] > '9') return "";
+  if (arch.back() == '0') return "";
+  return arch.substr(0, arch.size() - 1) + "0";
+}
+
 class BlobStore final : public BinaryStore {
  public:
   // Indexes the blob without copying or checking it: Library::Open builds
@@ -126,7 +136,21 @@ class BlobStore final : public BinaryStore {
                                                const std::string& options, const std::string& version) override {
     (void)version;
     auto it = index_.find(hash + '\n' + arch + '\n' + options);
-    if (it == index_.end()) return std::optional<CompiledKernel>();
+    if (it == index_.end()) {
+      // A cubin runs on any GPU of its major version with the same or a
+      // higher minor one (sm_80 code on sm_86 and sm_89, sm_100 on sm_103,
+      // sm_120 on sm_121), so the shipped sm_X0 kernels serve the whole
+      // family instead of a first-call NVRTC compile. Arch-specific targets
+      // ("sm_90a") carry no such promise and are matched exactly.
+      const std::string base = FamilyBase(arch);
+      const std::string flag = "-arch=" + arch;
+      const size_t at = options.find(flag);
+      if (base.empty() || at == std::string::npos) return std::optional<CompiledKernel>();
+      std::string base_options = options;
+      base_options.replace(at, flag.size(), "-arch=" + base);
+      it = index_.find(hash + '\n' + base + '\n' + base_options);
+      if (it == index_.end()) return std::optional<CompiledKernel>();
+    }
     auto k = ParseKernel(it->second);
     if (!k.ok()) return std::optional<CompiledKernel>();
     return std::optional<CompiledKernel>(std::move(*k));

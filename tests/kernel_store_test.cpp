@@ -176,6 +176,30 @@ TEST(KernelStoreTest, BlobStoreMatchesAnyCompilerVersionAndIgnoresACorruptBlob) 
   EXPECT_FALSE(jit::ReadKernelBlob(blob.substr(0, blob.size() - 3)).ok());
 }
 
+// Shipped sm_X0 kernels serve every GPU of major version X with a higher
+// minor version (binary compatibility of cubins), nothing across majors.
+TEST(KernelStoreTest, BlobStoreServesLaterMinorVersionsOfTheSameMajor) {
+  auto at = [](const jit::CompiledKernel& base, const std::string& arch) {
+    jit::CompiledKernel k = base;
+    k.arch = arch;
+    jit::CompileOptions o;
+    o.arch = arch;
+    k.options = o.Key();
+    return k;
+  };
+  const jit::CompiledKernel k = Kernel("abababababababab");
+  const std::string blob = jit::WriteKernelBlob({at(k, "sm_80"), at(k, "sm_100")});
+  auto store = jit::MakeBlobStore(blob);
+  for (const char* arch : {"sm_80", "sm_86", "sm_87", "sm_89", "sm_100", "sm_103"}) {
+    auto f = Find(*store, at(k, arch));
+    ASSERT_TRUE(f.has_value()) << arch;
+    EXPECT_EQ(f->arch.substr(0, 4), std::string(arch).substr(0, 4)) << arch;  // sm_8x from sm_80, sm_10x from sm_100
+    EXPECT_EQ(f->cubin, k.cubin) << arch;
+  }
+  for (const char* arch : {"sm_90", "sm_90a", "sm_75", "sm_120", "sm_121", "sm_100a"})
+    EXPECT_FALSE(Find(*store, at(k, arch)).has_value()) << arch;
+}
+
 std::vector<std::string> ShippedArchs() {
   std::vector<std::string> out;
   std::stringstream s(TOPK_TEST_SHIP_ARCHS);
