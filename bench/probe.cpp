@@ -67,7 +67,7 @@ std::vector<gen::Config> Candidates(const Problem& p, const gen::Arch& arch) {
 }
 
 // Development defines (--define NAME[=VALUE]) prepended to every kernel
-// source, e.g. TOPK_STOP_AT=N (radix_select.cuh) to time a prefix of the
+// source, e.g. TOPK_STOP_AT=N (radix/trace.cuh) to time a prefix of the
 // kernel's phases; they change the kernel's key and hash, so such cubins never
 // mix with the real ones in the store.
 std::vector<std::string> g_defines;
@@ -89,7 +89,7 @@ gen::KernelSource WithDefines(gen::KernelSource src) {
 }
 
 // With --define TOPK_TRACE: the phase boundaries CTA 0 passed in the last
-// launch (radix_select.cuh), in SM cycles and microseconds since its entry:
+// launch (radix/trace.cuh), in SM cycles and microseconds since its entry:
 // b<i> = boundary i, m<i> = trace-only mark i, end0 = exit.
 void PrintTrace(CUfunction fn) {
   CUmodule mod = nullptr;

@@ -1,5 +1,5 @@
 // The radix family: digit-by-digit radix select with one CTA per row or a
-// thread-block cluster per row (templates/topk/radix_select.cuh). Its
+// thread-block cluster per row (templates/topk/radix/). Its
 // parameters, typed, for the family's own code and tests; everything else
 // sees a gen::Config.
 #pragma once

@@ -1,5 +1,5 @@
 // The warp family: one warp per row, several rows per CTA, the row held in
-// registers (templates/topk/warp_select.cuh). For short rows (MoE routers:
+// registers (templates/topk/warp/warp_select.cuh). For short rows (MoE routers:
 // 8 of 256 experts).
 #pragma once
 

@@ -96,7 +96,7 @@ trace() {  # SHAPE VARIANT...
     grep -E "us|trace"
 }
 if [[ ${ROUND:-cluster} == *cluster* ]]; then
-  echo "=== traces (CTA 0; b<i> = phase boundary i, see radix_select.cuh)"
+  echo "=== traces (CTA 0; b<i> = phase boundary i, see radix/trace.cuh)"
   trace f32:64x32768:2048:ranges radix_f32_b512_r11_s4096_c2_t2_m1_i0
   trace f32:1x131072:2048:ranges radix_f32_b512_r8_s1024_c16_t3_m1_i0 radix_f32_b512_r8_s4096_c16_t3_m1_i0 \
     radix_f32_b512_r11_s4096_c16_t2_m1_i0 radix_f32_b512_r8_s4096_c8_t3_m1_i0

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Where a row's time goes (development aid): times a variant with the kernel
-# stopped at each phase boundary (TOPK_STOP_AT in radix_select.cuh), from the
+# stopped at each phase boundary (TOPK_STOP_AT in radix/trace.cuh), from the
 # setup to the full kernel, one topk-probe run per stop. The difference between
 # consecutive stops is what that phase adds.
 #   STOPS=12 scripts/device/phase-times.sh SHAPE VARIANT [SHAPE VARIANT]...

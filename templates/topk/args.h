@@ -22,7 +22,7 @@
 #define TOPK_FILTER_MAX_ITEMS 16
 
 // Whether a one-CTA kernel's first pass captures candidates speculatively
-// (RowSelect, radix_select.cuh): a buffer of at least 512 with room for
+// (RowSelect, radix/driver.cuh): a buffer of at least 512 with room for
 // k + k/4 + 64 of them. The runtime's buffer adaptation uses the same rule.
 #define TOPK_SPECULATES(buffer, k) ((buffer) >= 512 && (k) + (k) / 4 + 64 <= (buffer))
 

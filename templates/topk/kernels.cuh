@@ -4,9 +4,9 @@
 #pragma once
 #include "topk/args.h"
 #include "topk/policy.cuh"
-#include "topk/radix_select.cuh"
+#include "topk/radix/radix_select.cuh"
 #include "topk/sort_rows.cuh"
-#include "topk/warp_select.cuh"
+#include "topk/warp/warp_select.cuh"
 
 namespace topk {
 

@@ -17,7 +17,7 @@ namespace topk {
 // ITEMS:   warp mode only: elements held per lane (n <= 32 * ITEMS).
 // BOUND:   warp mode only (the host's "rounds" knob there): 0 = tournament
 //          or bit search over a strided row; 1 = 32-bit keys, vector loads
-//          and a lane-maximum bound first for k <= 8 (warp_select.cuh).
+//          and a lane-maximum bound first for k <= 8 (warp/warp_select.cuh).
 template <int DTYPE, int BLOCK, int RADIX, int FIRST, int CLUSTER, int ITEMS, int BOUND = 0>
 struct Policy {
   static constexpr int kDtype = DTYPE;
