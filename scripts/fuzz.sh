@@ -32,9 +32,11 @@ if ! command -v "$CXX_BIN" >/dev/null; then
   exit 1
 fi
 
+# The same configuration as scripts/sanitize.sh, which builds the CPU tests
+# in this tree: the instrumented libraries are compiled once for both.
 cmake -S . -B "$BUILD" -DCMAKE_C_COMPILER="$CC_BIN" -DCMAKE_CXX_COMPILER="$CXX_BIN" \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOPK_BUILD_FUZZ=ON \
-  -DTOPK_BUILD_TESTS=OFF -DTOPK_BUILD_BENCH=OFF -DTOPK_BUILD_TOOLS=OFF >/dev/null
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOPK_BUILD_FUZZ=ON -DTOPK_SHIP_KERNELS=OFF \
+  -DTOPK_BUILD_TESTS=ON -DTOPK_BUILD_BENCH=OFF -DTOPK_BUILD_TOOLS=ON >/dev/null
 cmake --build "$BUILD" -j"$JOBS" --target "${targets[@]}"
 
 # Leaks are findings; LSan runs at exit of every libFuzzer run and after

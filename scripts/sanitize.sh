@@ -1,36 +1,39 @@
 #!/usr/bin/env bash
 # Builds the CPU tests with AddressSanitizer and UndefinedBehaviorSanitizer
-# (-fsanitize=address,undefined -fno-omit-frame-pointer, UBSan findings
-# fatal) in their own build directory and runs them: ctest -L cpu, without
-# compile_all_test, install_test, python_test (see below; compile_all_test compiles hundreds of kernels with NVRTC, far too slow
-# under ASan; the normal build runs it). GPU tests are not built.
+# and runs them: ctest -L cpu, without compile_all_test (hundreds of NVRTC
+# compiles, far too slow under ASan; the normal build runs it) and the tests
+# that need the installed or shared library (install_test, python_test,
+# wheel_test: Python would need the ASan runtime preloaded). GPU tests are
+# built but report themselves skipped without a GPU.
+#
+# The build is scripts/fuzz.sh's tree (clang-16, every object with
+# -fsanitize=address,undefined and libFuzzer's coverage, UBSan findings
+# fatal, no shipped kernels): run after fuzz.sh, only the tests and the CLI
+# are compiled here, not the libraries a second time.
 #
 #   scripts/sanitize.sh                 every CPU test
 #   scripts/sanitize.sh -R cache_test   extra arguments go to ctest
 #
-# Environment: TOPK_ASAN_BUILD_DIR (default build-asan), TOPK_JOBS (default
-# nproc), TOPK_SANITIZE (default address,undefined).
+# Environment: TOPK_FUZZ_BUILD_DIR (default build-fuzz), TOPK_JOBS (default
+# nproc), TOPK_FUZZ_CC / TOPK_FUZZ_CXX (default clang-16 / clang++-16).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-BUILD=${TOPK_ASAN_BUILD_DIR:-build-asan}
+BUILD=${TOPK_FUZZ_BUILD_DIR:-build-fuzz}
 JOBS=${TOPK_JOBS:-$(nproc)}
-SAN=${TOPK_SANITIZE:-address,undefined}
+CC_BIN=${TOPK_FUZZ_CC:-clang-16}
+CXX_BIN=${TOPK_FUZZ_CXX:-clang++-16}
+command -v "$CXX_BIN" >/dev/null || { echo "sanitize: $CXX_BIN not found (scripts/setup.sh installs clang-16)" >&2; exit 1; }
 
-cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOPK_SANITIZE="$SAN" \
+cmake -S . -B "$BUILD" -DCMAKE_C_COMPILER="$CC_BIN" -DCMAKE_CXX_COMPILER="$CXX_BIN" \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOPK_BUILD_FUZZ=ON -DTOPK_SHIP_KERNELS=OFF \
   -DTOPK_BUILD_TESTS=ON -DTOPK_BUILD_BENCH=OFF -DTOPK_BUILD_TOOLS=ON >/dev/null
-# The CPU tests only (and the CLI binaries cli_test runs).
-# The CLI tests come last: they need the CLI built too, the others only the
-# libraries.
-mapfile -t tests < <(cd tests && ls ./*_test.cpp | sed 's|^\./||; s|\.cpp$||' |
-  grep -v -e '^gpu_' -e '^compile_all_test$' -e '^cli_test$' -e '^report_test$')
-cmake --build "$BUILD" -j"$JOBS" --target "${tests[@]}"
-cmake --build "$BUILD" -j"$JOBS" --target report_test cli_test topk-tune topk-tune-worker
+# The CPU tests and the binaries cli_test runs.
+mapfile -t tests < <(cd tests && ls ./*_test.cpp | sed 's|^\./||; s|\.cpp$||' | grep -v -e '^gpu_' -e '^compile_all_test$')
+cmake --build "$BUILD" -j"$JOBS" --target "${tests[@]}" topk-tune topk-tune-worker
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$ROOT/fuzz/lsan.supp:print_suppressions=0}
-# install_test and python_test need the installed / shared library, which
-# this build does not make (and Python would need the ASan runtime
-# preloaded); the normal build runs them.
-ctest --test-dir "$BUILD" -L cpu -E '^(compile_all_test|install_test|python_test)$' --output-on-failure -j"$JOBS" "$@"
+ctest --test-dir "$BUILD" -L cpu -E '^(compile_all_test|install_test|python_test|wheel_test)$' --output-on-failure \
+  -j"$JOBS" "$@"

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# One device call that checks a release candidate end to end, from a
+# build-device/ tree (scripts/build-device-bundle.sh) whose cubins/ holds the
+# sm_90 kernels of compile_all_test. Two phases:
+#   1. timed, alone on the GPU: first-call latency in fresh processes
+#      (first-call.sh) and the Python drop-in examples beside torch.topk;
+#   2. correctness, concurrently (nothing timed): every kernel variant exact
+#      (gpu_kernels_test), memcheck, the torch operators (torch.compile,
+#      CUDA graphs), the Python API, 300 random problems against torch.topk,
+#      the C API, the tuner, and an interrupted tune (SIGTERM and SIGINT:
+#      exit 130, no worker left, no scratch folder left, the cache resumes).
+# Logs under $OUT (summary.txt first); DEADLINE_S (default 500) bounds the
+# whole call: a stage still running then is killed and reported.
+#   scripts/device/round.sh [first-call] [examples] [correct]
+set -uo pipefail
+source "$(dirname "$0")/env.sh"
+START=$SECONDS
+DEADLINE_S=${DEADLINE_S:-500}
+export TOPK_BIN_DIR="$PWD/$B/bin" TOPK_WORKER="$PWD/$B/bin/topk-tune-worker" PYTHONUNBUFFERED=1
+export TOPK_LIBRARY="$PWD/$B/lib/libtopk.so" PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
+cp -n "$B"/cubins/* "$TOPK_TEST_TMP/cubins/" 2>/dev/null
+LOGDIR=$OUT/logs
+mkdir -p "$LOGDIR"
+STAGES=${*:-first-call examples correct}
+want() { [[ " $STAGES " == *" $1 "* ]]; }
+left() { echo $((DEADLINE_S - (SECONDS - START))); }
+
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -1 | sed 's/^/gpu: /' | tee -a "$SUMMARY"
+log "cubins carried: $(ls "$TOPK_TEST_TMP/cubins" | wc -l)"
+
+# 1. Timed, alone.
+if want first-call; then
+  log "== first-call ($(left) s left)"
+  timeout "$(left)" bash scripts/device/first-call.sh >"$LOGDIR/first-call.log" 2>&1
+  log "first-call rc=$?"
+fi
+if want examples; then
+  export TOPK_TUNE_DB=$TOPK_TEST_TMP/examples.db
+  for ex in dsa_indexer sampler_topk moe_router; do
+    TAIL=10 LOGDIR=$LOGDIR run "$ex" "$(($(left) < 90 ? $(left) : 90))" python3 "examples/python/$ex.py" --iters 50
+  done
+  unset TOPK_TUNE_DB
+fi
+
+# 2. Correctness, concurrently.
+interrupt() {  # SIGNAL: tune a shape, send SIGNAL to topk-tune alone after 10 s
+  local sig=$1 db=$TOPK_TEST_TMP/interrupt.db
+  "$B/bin/topk-tune" tune --db "$db" --shape f32:64x32768:2048:ranges --budget 120 --no-resume &
+  local pid=$!
+  sleep 10
+  local workers
+  workers=$(pgrep -P "$pid" -d, topk-tune-worke || true)
+  kill "-$sig" "$pid"
+  wait "$pid"
+  local rc=$?
+  sleep 1
+  local alive=""
+  for w in ${workers//,/ }; do kill -0 "$w" 2>/dev/null && alive+="$w "; done
+  local scratch
+  scratch=$(ls -d "${TMPDIR:-/tmp}/topk-tune-$pid"* 2>/dev/null | wc -l)
+  local n
+  n=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('select count(*) from measurements').fetchone()[0])" "$db" 2>&1)
+  echo "interrupt $sig: rc=$rc workers before=[$workers] alive after=[$alive] scratch folders left=$scratch measurements kept=$n"
+  [[ $rc == 130 && -z $alive && $scratch == 0 ]]
+}
+if want correct; then
+  log "== correct ($(left) s left)"
+  lim=$(($(left) - 15))
+  pids=()
+  job() {  # NAME CMD...: in the background, bounded by the deadline
+    local name=$1
+    shift
+    (timeout "$lim" "$@" >"$LOGDIR/$name.log" 2>&1; echo "== $name: rc=$?" >"$LOGDIR/$name.rc") &
+    pids+=($!)
+  }
+  job kernels "$B/bin/gpu_kernels_test"
+  job ops python3 python/tests/gpu_test_ops.py -v
+  job api python3 python/tests/gpu_test_api.py -v
+  job random300 python3 python/tests/gpu_test_topk.py --count 300
+  job c_api "$B/bin/gpu_c_api_test"
+  job interrupt bash -c "$(declare -f interrupt); B=$B TOPK_TEST_TMP=$TOPK_TEST_TMP; interrupt TERM && interrupt INT"
+  wait "${pids[0]}"  # memcheck after the kernels test: it reuses its cubins
+  lim=$(($(left) - 10))
+  job memcheck env TOPK_TEST_SUBSET=sanitizer compute-sanitizer --tool memcheck --error-exitcode 9 \
+    "$B/bin/gpu_kernels_test" --gtest_filter='*F32*:*BF16*'
+  [[ -x $B/bin/gpu_tuner_test ]] && job tuner "$B/bin/gpu_tuner_test"
+  wait
+  for f in kernels ops api random300 c_api interrupt memcheck tuner; do
+    [[ -f $LOGDIR/$f.rc ]] || continue
+    cat "$LOGDIR/$f.rc" | tee -a "$SUMMARY"
+    grep -E "^\[  (PASSED|FAILED) |FAIL|^OK|^Ran |mismatch|problems|ERROR SUMMARY|interrupt |checked|exact" "$LOGDIR/$f.log" |
+      head -12 | cut -c1-200 >>"$SUMMARY"
+  done
+fi
+log "round: $((SECONDS - START)) s"
+tar czf "$OUT/logs.tgz" -C "$LOGDIR" . 2>/dev/null
