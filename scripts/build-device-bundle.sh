@@ -38,7 +38,11 @@ done
 mkdir -p "$B/cubins"
 # Precompiled kernels save the GPU machine's NVRTC time, but the device
 # carries at most 64 MiB: only when they fit beside the executables.
-if [[ -d build/tests/tmp/cubins && $(du -sm build/tests/tmp/cubins | cut -f1) -lt 24 ]]; then
-  cp -n build/tests/tmp/cubins/* "$B/cubins/" 2>/dev/null || true
+# The GPU machines are sm_90: the sm_80 half of compile_all_test's kernels
+# stays here. TOPK_BUNDLE_ARCH picks another.
+arch=${TOPK_BUNDLE_ARCH:-sm_90}
+cubins=(build/tests/tmp/cubins/*_"${arch}"_*)
+if [[ -e ${cubins[0]} ]] && (($(du -cm "${cubins[@]}" | tail -n1 | cut -f1) < 24)); then
+  cp -n "${cubins[@]}" "$B/cubins/"
 fi
 du -sh "$B/bin" "$B/lib" "$B/cubins"

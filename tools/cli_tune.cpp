@@ -73,7 +73,9 @@ std::vector<std::string> SplitComma(const std::string& s) {
 // SIGUSR2 from the destructor ends the watcher when the tune finishes.
 class InterruptWatcher {
  public:
-  explicit InterruptWatcher(std::vector<std::string> dirs) : dirs_(std::move(dirs)) {
+  // Before the first CUDA call: a thread the driver starts inherits the
+  // mask, so no thread of the process takes the signals but the watcher.
+  InterruptWatcher() {
     sigemptyset(&set_);
     sigaddset(&set_, SIGINT);
     sigaddset(&set_, SIGTERM);
@@ -86,6 +88,11 @@ class InterruptWatcher {
     pthread_kill(thread_.native_handle(), SIGUSR2);
     thread_.join();
     pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  // The scratch folders to remove, once they are known.
+  void SetScratch(std::vector<std::string> dirs) {
+    std::lock_guard<std::mutex> l(mu_);
+    dirs_ = std::move(dirs);
   }
   InterruptWatcher(const InterruptWatcher&) = delete;
   InterruptWatcher& operator=(const InterruptWatcher&) = delete;
@@ -100,7 +107,10 @@ class InterruptWatcher {
       }
       const int killed = tuner::KillAllWorkers();
       std::error_code ec;
-      for (const auto& d : dirs_) fs::remove_all(d, ec);
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        for (const auto& d : dirs_) fs::remove_all(d, ec);
+      }
       const std::string what = std::string(sig == SIGINT ? "SIGINT" : "SIGTERM") + ": stopped " +
                                std::to_string(killed) + " worker" + (killed == 1 ? "" : "s") +
                                " and removed the scratch folders";
@@ -120,6 +130,7 @@ class InterruptWatcher {
     }
   }
 
+  std::mutex mu_;
   std::vector<std::string> dirs_;
   sigset_t set_{}, old_{};
   std::atomic<bool> done_{false};
@@ -243,6 +254,8 @@ int RunTune(const TuneOpts& o) {
   }
 
   // 2. The GPUs.
+  std::optional<InterruptWatcher> watcher;
+  watcher.emplace();
   auto count = RequireGpus("tune");
   if (!count.ok()) return Fail(kExitNoGpu, count.status().message(), kNoGpuHint);
   for (int d : devices)
@@ -291,8 +304,7 @@ int RunTune(const TuneOpts& o) {
   const std::string workroot = (fs::temp_directory_path() / ("topk-tune-" + std::to_string(::getpid()))).string();
   std::vector<std::string> scratch;
   for (size_t di = 0; di < devices.size(); ++di) scratch.push_back(workroot + "-gpu" + std::to_string(infos[di].ordinal));
-  std::optional<InterruptWatcher> watcher;
-  watcher.emplace(scratch);
+  watcher->SetScratch(scratch);
   auto work = [&](size_t di) {
     const jit::DeviceInfo& info = infos[di];
     const int dev = info.ordinal;

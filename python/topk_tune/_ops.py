@@ -105,10 +105,13 @@ MAX_SORTED_K = 16384
 
 
 def _sort_big(v, i, dim, largest, sorted, k):
-    if not sorted or k <= MAX_SORTED_K:
-        return v, i
-    v, order = v.sort(dim=dim, descending=largest)
-    return v, i.gather(dim, order)
+    if sorted and k > MAX_SORTED_K:
+        v, order = v.sort(dim=dim, descending=largest)
+        i = i.gather(dim, order)
+    # Contiguous, as the Meta kernels describe the outputs: with dim not last
+    # the results are moved views, and torch.compile lays out what reads them
+    # by the fake tensors' strides.
+    return v.contiguous(), i.contiguous()
 
 
 # --- kernels --------------------------------------------------------------------------------

@@ -11,7 +11,7 @@
 #      exit 130, no worker left, no scratch folder left, the cache resumes).
 # Logs under $OUT (summary.txt first); DEADLINE_S (default 500) bounds the
 # whole call: a stage still running then is killed and reported.
-#   scripts/device/round.sh [first-call] [examples] [correct]
+#   scripts/device/round.sh [first-call] [examples] [probe] [correct]
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 START=$SECONDS
@@ -21,7 +21,7 @@ export TOPK_LIBRARY="$PWD/$B/lib/libtopk.so" PYTHONPATH="$PWD/python${PYTHONPATH
 cp -n "$B"/cubins/* "$TOPK_TEST_TMP/cubins/" 2>/dev/null
 LOGDIR=$OUT/logs
 mkdir -p "$LOGDIR"
-STAGES=${*:-first-call examples correct}
+STAGES=${*:-first-call examples probe correct}
 want() { [[ " $STAGES " == *" $1 "* ]]; }
 left() { echo $((DEADLINE_S - (SECONDS - START))); }
 
@@ -40,6 +40,33 @@ if want examples; then
     TAIL=10 LOGDIR=$LOGDIR run "$ex" "$(($(left) < 90 ? $(left) : 90))" python3 "examples/python/$ex.py" --iters 50
   done
   unset TOPK_TUNE_DB
+fi
+
+# The eight target shapes' winners timed by this build's probe and by
+# $B/bin/topk-probe-old (built before a refactor), one after the other on
+# each shape: a refactor must leave each within a few percent.
+if want probe && [[ -x $B/bin/topk-probe-old ]]; then
+  log "== probe: old and new ($(left) s left)"
+  while read -r shape new old; do
+    for p in old new; do
+      id=$new
+      probe=topk-probe
+      [[ $p == old ]] && id=$old && probe=topk-probe-old
+      timeout 60 "$B/bin/$probe" --shape "$shape" --variant "$id" --cubins "$TOPK_TEST_TMP/cubins-$p" \
+        >>"$LOGDIR/probe-$p.log" 2>&1
+      echo "$p $shape $id rc=$?: $(grep -E "^ *[0-9.]+ us|median|us " "$LOGDIR/probe-$p.log" | tail -n1 | cut -c1-150)" |
+        tee -a "$SUMMARY"
+    done
+  done <<'SHAPES'
+f32:64x32768:2048:ranges radix_f32_b1024_r11_h0_s1024_c2_t1_m1 radix_f32_b1024_r11_s1024_c2_t1_m1_i0
+f32:1x131072:2048:ranges radix_f32_b512_r11_h0_s4096_c16_t1_m1 radix_f32_b512_r11_s4096_c16_t1_m1_i0
+f32:1x524288:2048:ranges radix_f32_b1024_r11_h0_s4096_c16_t1_m1 radix_f32_b1024_r11_s4096_c16_t1_m1_i0
+f32:128x131072:2048:ranges radix_f32_b1024_r11_h0_s8192_c1_t1_m0 radix_f32_b1024_r11_s8192_c1_t1_m0_i0
+bf16:128x201088:64:values:rotate:dist=logits radix_bf16_b1024_r11_h0_s1024_c1_t1_m0 radix_bf16_b1024_r11_s1024_c1_t1_m0_i0
+f32:256x128256:1024:values:rotate:dist=logits radix_f32_b1024_r11_h0_s4096_c1_t1_m0 radix_f32_b1024_r11_s4096_c1_t1_m0_i0
+f32:4096x256:8:rotate warp_f32_b256_i8_l1 radix_f32_b256_r1_s0_c0_t1_m0_i8
+bf16:16384x256:8:rotate warp_bf16_b128_i8_l0 radix_bf16_b128_r1_s0_c0_t0_m0_i8
+SHAPES
 fi
 
 # 2. Correctness, concurrently.
