@@ -16,6 +16,18 @@ namespace topk::cache::detail {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// "sm_90", "sm_90a", "sm_100f": the architectures NVRTC compiles for.
+bool PlainArch(const std::string& a) {
+  if (a.size() < 5 || a.size() > 8 || a.compare(0, 3, "sm_") != 0) return false;
+  size_t i = 3;
+  while (i < a.size() && a[i] >= '0' && a[i] <= '9') ++i;
+  return i > 3 && (i == a.size() || (i + 1 == a.size() && (a[i] == 'a' || a[i] == 'f')));
+}
+
+}  // namespace
+
 Status SqliteCache::ExportJsonl(const std::string& out_path, bool include_binaries) const {
   return Locked("ExportJsonl", [&]() -> Status { return Export(out_path, include_binaries); });
 }
@@ -165,6 +177,13 @@ Status SqliteCache::ApplyRow(const json& j) {
       b.stack_bytes = Int32(j, "stack_bytes");
       b.compile_ms = Real(j, "compile_ms");
       b.log = Str(j, "log");
+      // The runtime loads these cubins and runs them: a row that could not
+      // have come from a compile is refused rather than served.
+      if (b.source_hash.empty()) throw FieldError("binary with an empty source_hash");
+      if (!PlainArch(b.arch)) throw FieldError("binary arch '" + b.arch.substr(0, 24) + "' is not sm_<digits>");
+      if (b.lowered_name.empty()) throw FieldError("binary with an empty lowered_name");
+      if (b.cubin.size() < 4 || std::string(b.cubin.data(), 4) != "\x7f" "ELF")
+        throw FieldError("binary for " + b.arch + " is not an ELF cubin");
       return WriteBinary(b, Str(j, "created"), WriteMode::kMerge);
     }
     if (table == "measurements") {

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -1403,6 +1404,52 @@ TEST(CacheImportValidationTest, ImplausibleWinnersAreRefusedAndNothingChanges) {
     ASSERT_TRUE(winners.ok());
     EXPECT_TRUE(winners->empty()) << c.name;
   }
+}
+
+// Imported and merged binaries are cubins the runtime will load and run:
+// rows that could not come from a compile are refused, nothing goes in.
+TEST(CacheImportValidationTest, ImplausibleBinariesAreRefused) {
+  struct Case {
+    std::string name;
+    std::function<void(BinaryRecord*)> spoil;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {"arch", [](BinaryRecord* b) { b->arch = "x86"; }, "not sm_<digits>"},
+      {"arch-suffix", [](BinaryRecord* b) { b->arch = "sm_90zz"; }, "not sm_<digits>"},
+      {"not-elf", [](BinaryRecord* b) { b->cubin = {'M', 'Z', 0, 0, 1}; }, "not an ELF cubin"},
+      {"empty", [](BinaryRecord* b) { b->cubin.clear(); }, "not an ELF cubin"},
+      {"no-name", [](BinaryRecord* b) { b->lowered_name.clear(); }, "empty lowered_name"},
+  };
+  for (const auto& c : cases) {
+    const std::string src_path = TempPath("bin-src-" + c.name + ".db");
+    auto src = OpenOrDie(src_path);
+    ASSERT_TRUE(src);
+    BinaryRecord b = MakeBinary("hash-" + c.name);
+    c.spoil(&b);
+    ASSERT_TRUE(src->PutBinary(b).ok()) << c.name;
+    const std::string jsonl = TempPath("bin-" + c.name + ".jsonl");
+    ASSERT_TRUE(src->ExportJsonl(jsonl, /*include_binaries=*/true).ok());
+    auto dst = OpenOrDie(TempPath("bin-dst-" + c.name + ".db"));
+    ASSERT_TRUE(dst);
+    Status s = dst->ImportJsonl(jsonl);
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << c.name << ": " << s.ToString();
+    EXPECT_NE(s.message().find(c.expected), std::string::npos) << c.name << ": " << s.ToString();
+    Status m = dst->Merge(src_path);
+    EXPECT_EQ(m.code(), Code::kInvalidArgument) << c.name << ": " << m.ToString();
+    auto found = dst->FindBinary(b.source_hash, b.arch, b.options, b.compiler_version);
+    ASSERT_TRUE(found.ok());
+    EXPECT_FALSE(found->has_value()) << c.name;
+  }
+  // The well-formed one (sm_90a too) goes in.
+  BinaryRecord good = MakeBinary("hash-good");
+  good.arch = "sm_90a";
+  auto src = OpenOrDie(TempPath("bin-src-good.db"));
+  ASSERT_TRUE(src->PutBinary(good).ok());
+  const std::string jsonl = TempPath("bin-good.jsonl");
+  ASSERT_TRUE(src->ExportJsonl(jsonl, true).ok());
+  auto dst = OpenOrDie(TempPath("bin-dst-good.db"));
+  EXPECT_TRUE(dst->ImportJsonl(jsonl).ok());
 }
 
 TEST(CacheImportValidationTest, TheDevicesArchDecidesValidity) {

@@ -14,6 +14,19 @@ except ImportError:
 import torch
 
 
+def start(doc):
+    """The examples' command line (--iters N), the GPU check and a fixed
+    seed; returns the parsed arguments."""
+    import argparse  # noqa: PLC0415
+
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--iters", type=int, default=50)
+    args = ap.parse_args()
+    need_gpu()
+    torch.manual_seed(0)
+    return args
+
+
 def need_gpu():
     if not torch.cuda.is_available():
         print("skipped: no GPU")

@@ -11,10 +11,9 @@ fewer than 2048 keys.
 
     python3 examples/python/dsa_indexer.py [--iters 50]
 """
-import argparse
 import sys
 
-from common import median_ms, need_gpu, report, same_values
+from common import median_ms, report, same_values, start
 
 import torch
 import topk_tune
@@ -61,11 +60,7 @@ def case(name, logits, starts, lengths, iters):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--iters", type=int, default=50)
-    args = ap.parse_args()
-    need_gpu()
-    torch.manual_seed(0)
+    args = start(__doc__)
     ok = True
     # Decode: 64 requests, one query each, contexts up to 64K keys.
     b, s = 64, 65536

@@ -8,10 +8,9 @@ drop-in for torch.topk. Checked as sets against torch.topk.
 
     python3 examples/python/moe_router.py [--iters 50]
 """
-import argparse
 import sys
 
-from common import median_ms, need_gpu, report
+from common import median_ms, report, start
 
 import torch
 import topk_tune  # noqa: F401
@@ -20,11 +19,7 @@ EXPERTS, TOP = 256, 8
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--iters", type=int, default=50)
-    args = ap.parse_args()
-    need_gpu()
-    torch.manual_seed(0)
+    args = start(__doc__)
     ok = True
     for tokens, dt in ((4096, torch.float32), (16384, torch.bfloat16), (64, torch.float32)):
         scores = torch.randn(tokens, EXPERTS, device="cuda").sigmoid().to(dt)

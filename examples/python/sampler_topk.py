@@ -8,10 +8,9 @@ torch.topk's exactly (sorted).
 
     python3 examples/python/sampler_topk.py [--iters 50]
 """
-import argparse
 import sys
 
-from common import median_ms, need_gpu, report
+from common import median_ms, report, start
 
 import torch
 import topk_tune  # noqa: F401
@@ -32,11 +31,7 @@ def apply_top_k(logits, k, values_fn):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--iters", type=int, default=50)
-    args = ap.parse_args()
-    need_gpu()
-    torch.manual_seed(0)
+    args = start(__doc__)
     ok = True
     for b, v, k, dt in SHAPES:
         logits = (torch.randn(b, v, device="cuda") * 4).to(dt)

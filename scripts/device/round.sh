@@ -11,7 +11,7 @@
 #      exit 130, no worker left, no scratch folder left, the cache resumes).
 # Logs under $OUT (summary.txt first); DEADLINE_S (default 500) bounds the
 # whole call: a stage still running then is killed and reported.
-#   scripts/device/round.sh [first-call] [examples] [probe] [correct]
+#   scripts/device/round.sh [first-call] [examples] [py-host] [probe] [correct]
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 START=$SECONDS
@@ -21,7 +21,7 @@ export TOPK_LIBRARY="$PWD/$B/lib/libtopk.so" PYTHONPATH="$PWD/python${PYTHONPATH
 cp -n "$B"/cubins/* "$TOPK_TEST_TMP/cubins/" 2>/dev/null
 LOGDIR=/tmp/topk-round-logs  # packed into $OUT/logs.tgz (few files come back)
 mkdir -p "$LOGDIR"
-STAGES=${*:-first-call examples probe correct}
+STAGES=${*:-first-call examples py-host probe correct}
 want() { [[ " $STAGES " == *" $1 "* ]]; }
 left() { echo $((DEADLINE_S - (SECONDS - START))); }
 
@@ -40,6 +40,22 @@ if want examples; then
     TAIL=10 LOGDIR=$LOGDIR run "$ex" "$(($(left) < 90 ? $(left) : 90))" python3 "examples/python/$ex.py" --iters 50
   done
   unset TOPK_TUNE_DB
+fi
+
+# Python: the first call of five shapes per dtype in fresh processes (no
+# tuning cache, an empty kernel directory: the shipped kernels), and the
+# per-call host cost against torch.topk.
+if want py-host; then
+  log "== py-host ($(left) s left)"
+  kd=$(mktemp -d /tmp/topk-py-kernels.XXXXXX)
+  for dt in f32 f16 bf16; do
+    TOPK_TUNE_KERNEL_DIR=$kd TOPK_TUNE_DB= timeout 120 python3 bench/python_host_cost.py first-call "$dt"
+  done >"$LOGDIR/py-first-call.log" 2>&1
+  log "py first-call rc=$?, kernel files written: $(ls "$kd" | wc -l)"
+  cat "$LOGDIR/py-first-call.log" | cut -c1-200 >>"$SUMMARY"
+  TOPK_TUNE_DB= timeout 120 python3 bench/python_host_cost.py overhead >"$LOGDIR/py-overhead.log" 2>&1
+  log "py overhead rc=$?"
+  cut -c1-400 "$LOGDIR/py-overhead.log" >>"$SUMMARY"
 fi
 
 # The eight target shapes' winners timed by this build's probe and by
@@ -82,7 +98,13 @@ interrupt() {  # SIGNAL: tune a shape, send SIGNAL to topk-tune alone after 10 s
   local rc=$?
   sleep 1
   local alive=""
-  for w in ${workers//,/ }; do kill -0 "$w" 2>/dev/null && alive+="$w "; done
+  # A killed worker whose parent exited may stay a zombie (State Z) until
+  # the container's init reaps it: alive means any other state.
+  for w in ${workers//,/ }; do
+    local state
+    state=$(awk '/^State:/ {print $2}' "/proc/$w/status" 2>/dev/null)
+    [[ -n $state && $state != Z ]] && alive+="$w($state) "
+  done
   local scratch
   scratch=$(ls -d "${TMPDIR:-/tmp}/topk-tune-$pid"* 2>/dev/null | wc -l)
   local n
