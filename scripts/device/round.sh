@@ -6,12 +6,12 @@
 #      (first-call.sh) and the Python drop-in examples beside torch.topk;
 #   2. correctness, concurrently (nothing timed): every kernel variant exact
 #      (gpu_kernels_test), memcheck, the torch operators (torch.compile,
-#      CUDA graphs), the Python API, 300 random problems against torch.topk,
+#      CUDA graphs), the Python API, 1000 random problems against torch.topk,
 #      the C API, the tuner, and an interrupted tune (SIGTERM and SIGINT:
 #      exit 130, no worker left, no scratch folder left, the cache resumes).
 # Logs under $OUT (summary.txt first); DEADLINE_S (default 500) bounds the
 # whole call: a stage still running then is killed and reported.
-#   scripts/device/round.sh [first-call] [examples] [py-host] [probe] [correct]
+#   scripts/device/round.sh [first-call] [examples] [py-host] [probe] [correct] [legacy]
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 START=$SECONDS
@@ -125,21 +125,32 @@ if want correct; then
   job kernels "$B/bin/gpu_kernels_test"
   job ops python3 python/tests/gpu_test_ops.py -v
   job api python3 python/tests/gpu_test_api.py -v
-  job random300 python3 python/tests/gpu_test_topk.py --count 300
+  job random python3 python/tests/gpu_test_topk.py --count "${RANDOM_COUNT:-1000}"
   job c_api "$B/bin/gpu_c_api_test"
   job interrupt bash -c "$(declare -f interrupt); B=$B TOPK_TEST_TMP=$TOPK_TEST_TMP; interrupt TERM && interrupt INT"
   wait "${pids[0]}"  # memcheck after the kernels test: it reuses its cubins
   lim=$(($(left) - 10))
   job memcheck env TOPK_TEST_SUBSET=sanitizer compute-sanitizer --tool memcheck --error-exitcode 9 \
     "$B/bin/gpu_kernels_test" --gtest_filter='*F32*:*BF16*'
+  job racecheck env TOPK_TEST_SUBSET=sanitizer compute-sanitizer --tool racecheck --racecheck-report hazard \
+    --error-exitcode 9 "$B/bin/gpu_kernels_test" --gtest_filter='*F32*:*BF16*'
   [[ -x $B/bin/gpu_tuner_test ]] && job tuner "$B/bin/gpu_tuner_test"
   wait
-  for f in kernels ops api random300 c_api interrupt memcheck tuner; do
+  for f in kernels ops api random c_api interrupt memcheck racecheck tuner; do
     [[ -f $LOGDIR/$f.rc ]] || continue
     cat "$LOGDIR/$f.rc" | tee -a "$SUMMARY"
-    grep -E "^\[  (PASSED|FAILED) |FAIL|^OK|^Ran |mismatch|problems|ERROR SUMMARY|interrupt |checked|exact" "$LOGDIR/$f.log" |
+    grep -E "^\[  (PASSED|FAILED) |FAIL|^OK|^Ran |mismatch|problems|ERROR SUMMARY|RACECHECK SUMMARY|interrupt |checked|exact" "$LOGDIR/$f.log" |
       head -12 | cut -c1-200 >>"$SUMMARY"
   done
+fi
+# A cache written by the CLI of an earlier release ($B/bin/topk-tune-old and
+# its worker) read by this build: show, verify and dispatch.
+if want legacy; then
+  log "== legacy ($(left) s left)"
+  SUMMARY=$LOGDIR/legacy-summary.txt LOGDIR=$LOGDIR timeout "$(left)" bash scripts/device/family-check.sh legacy \
+    >"$LOGDIR/legacy.log" 2>&1
+  log "legacy rc=$?"
+  cut -c1-200 "$LOGDIR/legacy-summary.txt" >>"$SUMMARY"
 fi
 log "round: $((SECONDS - START)) s"
 tar czf "$OUT/logs.tgz" -C "$LOGDIR" . 2>/dev/null
