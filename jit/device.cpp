@@ -70,16 +70,26 @@ StatusOr<int> DeviceCount() {
   return n;
 }
 
+namespace {
+
+// The device of a CUDA ordinal, or kNotFound naming the machine's count.
+Status DeviceOf(const char* where, int ordinal, CUdevice* dev) {
+  int count = 0;
+  TOPK_CU(cuDeviceGetCount, &count);
+  if (ordinal < 0 || ordinal >= count)
+    return Status(Code::kNotFound, where,
+                  "no CUDA device " + std::to_string(ordinal) + " (this machine has " + std::to_string(count) + ")");
+  TOPK_CU(cuDeviceGet, dev, ordinal);
+  return Status::Ok();
+}
+
+}  // namespace
+
 StatusOr<DeviceInfo> QueryDevice(int ordinal) {
   DeviceInfo d;
   auto run = [&]() -> Status {
-    int count = 0;
-    TOPK_CU(cuDeviceGetCount, &count);
-    if (ordinal < 0 || ordinal >= count)
-      return Status(Code::kNotFound, "QueryDevice",
-                    "no CUDA device " + std::to_string(ordinal) + " (this machine has " + std::to_string(count) + ")");
     CUdevice dev;
-    TOPK_CU(cuDeviceGet, &dev, ordinal);
+    TOPK_RETURN_IF_ERROR(DeviceOf("QueryDevice", ordinal, &dev));
     char name[256] = {0};
     TOPK_CU(cuDeviceGetName, name, sizeof(name) - 1, dev);
     d.ordinal = ordinal;
@@ -116,12 +126,7 @@ StatusOr<std::shared_ptr<Context>> Context::Primary(int ordinal) {
   CUdevice dev;
   CUcontext ctx;
   auto run = [&]() -> Status {
-    int count = 0;
-    TOPK_CU(cuDeviceGetCount, &count);
-    if (ordinal < 0 || ordinal >= count)
-      return Status(Code::kNotFound, "Context::Primary",
-                    "no CUDA device " + std::to_string(ordinal) + " (this machine has " + std::to_string(count) + ")");
-    TOPK_CU(cuDeviceGet, &dev, ordinal);
+    TOPK_RETURN_IF_ERROR(DeviceOf("Context::Primary", ordinal, &dev));
     TOPK_CU(cuDevicePrimaryCtxRetain, &ctx, dev);
     return Status::Ok();
   };
