@@ -6,6 +6,44 @@
 
 namespace topk {
 
+// A strategy switch of the radix kernel: -1 = automatic (the rule measured
+// for the policy's shape), 0 = off, 1 = on.
+__host__ __device__ constexpr bool strategy_on(int set, bool automatic) { return set < 0 ? automatic : set != 0; }
+
+// The radix kernel's strategy switches (RowSelect reads them from its
+// policy). Each trades one cost for another and was measured per shape; the
+// automatic rules are those measurements (see RowSelect for the numbers).
+// Kept out of Policy's own template parameters so that an untuned variant's
+// kernel keeps its symbol name and code: Policy takes every switch
+// automatic, Strategy<P, ...> sets them (what a tuner parameter emits).
+template <int KEY_BITS, int BLOCK, int FIRST, int CLUSTER, int PASSES, int LANE_ATOMICS = -1, int BRANCH_FREE = -1,
+          int CAPTURE_ONLY = -1, int UNIFORM_CHECK = -1, int PREFETCH = -1>
+struct RadixStrategy {
+  // Enumerators, not static data members: NVRTC writes every static data
+  // member of an instantiated policy into the PTX as a global, so members
+  // would change an untuned kernel's PTX; enumerators leave no trace.
+  enum : bool {
+    // Per-lane shared-memory atomics reserve output/buffer slots instead of a
+    // warp prefix sum: fewer instructions, more registers (16-bit keys spilled).
+    kLaneAtomics = strategy_on(LANE_ATOMICS, KEY_BITS == 32),
+    // Branch-free classification of each element: no divergence per element,
+    // more registers (the 1024-thread one-CTA and 16-bit cluster kernels spilled).
+    kBranchFree = strategy_on(BRANCH_FREE, BLOCK < 1024 || (CLUSTER > 1 && KEY_BITS == 32)),
+    // A speculative pass 0 histograms only its sample and counts the rest from
+    // the capture: less work per element, a second read when the capture fails.
+    kCaptureOnly = strategy_on(CAPTURE_ONLY, KEY_BITS == 16),
+    // A check that a large threshold bin holds one key, ending the row early:
+    // saves scans on few-valued rows, costs registers and a partial scan.
+    kUniformCheck = strategy_on(UNIFORM_CHECK, CLUSTER == 1 && FIRST == 0 && KEY_BITS == 32 && PASSES >= 3),
+    // Software prefetch of the next step in the row scans: loads in flight
+    // during the processing, at the cost of registers (256 threads lost).
+    kPrefetch = strategy_on(PREFETCH, BLOCK >= 512)
+  };
+
+  static_assert(UNIFORM_CHECK <= 0 || (CLUSTER == 1 && FIRST == 0 && KEY_BITS == 32),
+                "the uniform-bin check is block-wide over exact 32-bit digits: one CTA per row");
+};
+
 // A variant's code shape; the other knobs (candidate buffer, rounds, row
 // cache) are launch arguments, see TopkArgs.
 // CLUSTER: 0 = several rows per CTA (one warp per row, keys in registers),
@@ -19,7 +57,8 @@ namespace topk {
 //          or bit search over a strided row; 1 = 32-bit keys, vector loads
 //          and a lane-maximum bound first for k <= 8 (warp/warp_select.cuh).
 template <int DTYPE, int BLOCK, int RADIX, int FIRST, int CLUSTER, int ITEMS, int BOUND = 0>
-struct Policy {
+struct Policy : RadixStrategy<Keys<DTYPE>::kBits, BLOCK, FIRST, CLUSTER,
+                              CLUSTER == 0 ? 0 : (Keys<DTYPE>::kBits + RADIX - 1) / RADIX + FIRST> {
   static constexpr int kDtype = DTYPE;
   static constexpr int kBlock = BLOCK;
   static constexpr int kRadix = RADIX;
@@ -49,6 +88,23 @@ struct Policy {
   static_assert(CLUSTER != 0 || ITEMS > 0, "warp mode holds at least one item per lane");
   static_assert(BOUND == 0 || (CLUSTER == 0 && kKeyBits == 32 && ITEMS <= 16),
                 "the lane-maximum bound is for warp mode, 32-bit keys, up to 16 items per lane");
+};
+
+// A policy with the radix strategy switches set (each -1, 0 or 1, as in
+// strategy_on), e.g. topk::Strategy<topk::Policy<0, 512, 11, 0, 1, 0>, -1, 0>
+// for branches per element in that kernel.
+template <class P, int LANE_ATOMICS = -1, int BRANCH_FREE = -1, int CAPTURE_ONLY = -1, int UNIFORM_CHECK = -1,
+          int PREFETCH = -1>
+struct Strategy : P {
+  using S = RadixStrategy<P::kKeyBits, P::kBlock, P::kFirst, P::kCluster, P::kPasses, LANE_ATOMICS, BRANCH_FREE,
+                          CAPTURE_ONLY, UNIFORM_CHECK, PREFETCH>;
+  enum : bool {
+    kLaneAtomics = S::kLaneAtomics,
+    kBranchFree = S::kBranchFree,
+    kCaptureOnly = S::kCaptureOnly,
+    kUniformCheck = S::kUniformCheck,
+    kPrefetch = S::kPrefetch
+  };
 };
 
 // Dynamic shared memory of a block/cluster launch, laid out as: histograms,

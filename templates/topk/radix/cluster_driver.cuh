@@ -16,7 +16,7 @@ template <class P>
 __device__ __forceinline__ void RowSelect<P>::lead_alone(u32 count) {
   if constexpr (kClustered) mbar_wait(&ctl->gather_bar, 0);
   Cl::arrive_relaxed();
-  TOPK_MARK(22)
+  trace_mark(22);
   solo = true;
   gather = false;
   C = 1;

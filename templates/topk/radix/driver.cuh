@@ -22,9 +22,16 @@ __device__ __forceinline__ void RowSelect<P>::sync_row() {
     __syncthreads();
 }
 
+// Leaves run() early at a TOPK_STOP_AT boundary (trace.cuh): a cluster's
+// CTAs meet first, since peers may still read this CTA's shared memory.
+template <class P>
+__device__ __forceinline__ void RowSelect<P>::leave_at_stop() {
+  if (kClustered && !solo) Cl::sync();
+}
+
 template <class P>
 __device__ inline void RowSelect<P>::run(const TopkArgs& a, unsigned char* smem, RowControl* control) {
-  TOPK_MARK(0)
+  trace_mark(0);
   C = static_cast<int>(Cl::size());
   const int rowi = blockIdx.x / C;
   const u32 rank = Cl::rank();
@@ -113,7 +120,11 @@ __device__ inline void RowSelect<P>::run(const TopkArgs& a, unsigned char* smem,
   bool buffered = false;
   u32 k_rem = static_cast<u32>(k);
   __syncthreads();
-  TOPK_STOP(0)
+  trace_boundary(0);
+  if (stop_at(0)) {
+    leave_at_stop();
+    return;
+  }
 
   // Pass 0: the first digit's histogram over the slice; one CTA per row
   // with a buffer that can hold ~1.25 k speculates (speculative_pass0()).
@@ -123,12 +134,16 @@ __device__ inline void RowSelect<P>::run(const TopkArgs& a, unsigned char* smem,
   } else {
     speculative_pass0();
   }
-  TOPK_STOP(1)
+  trace_boundary(1);
+  if (stop_at(1)) {
+    leave_at_stop();
+    return;
+  }
 
   int cur = 0;
   for (;;) {
     sync_row();  // hist[cur] is complete in every CTA working on the row
-    if (pass == 0) TOPK_MARK(23)
+    if (pass == 0) trace_mark(23);
     const u32* g = hist + cur * NB;
     // The counters of the previous pass are no longer read (barrier
     // above); the barriers below order this before the next scan.
@@ -140,7 +155,7 @@ __device__ inline void RowSelect<P>::run(const TopkArgs& a, unsigned char* smem,
       merge_histograms(cur, rank);
       g = ghist;
     }
-    if (pass == 0) TOPK_MARK(24)
+    if (pass == 0) trace_mark(24);
     // The other histogram is free once every CTA passed the barrier above
     // (its last readers were the previous round's merges): zero it during
     // the threshold search for the next pass to fill.
@@ -157,7 +172,11 @@ __device__ inline void RowSelect<P>::run(const TopkArgs& a, unsigned char* smem,
       sel_base = static_cast<u32>(k) - k_rem + (solo ? 0u : thr.above_pre);
       eq_base = solo ? 0u : gpre[bin];
     }
-    TOPK_STOP(2 + 2 * pass)
+    trace_boundary(2 + 2 * pass);
+    if (stop_at(2 + 2 * pass)) {
+      leave_at_stop();
+      return;
+    }
 
     if (pass == 0 && spec) {
       // Every element that can still be selected was captured iff the
@@ -186,7 +205,7 @@ __device__ inline void RowSelect<P>::run(const TopkArgs& a, unsigned char* smem,
       }
     }
 
-    if (pass == 0) TOPK_MARK(20)
+    if (pass == 0) trace_mark(20);
     const bool last = pass == kPasses - 1;
     if (thr.count == need) {
       action = kSelectAll;
@@ -238,7 +257,7 @@ __device__ inline void RowSelect<P>::run(const TopkArgs& a, unsigned char* smem,
       scan<true>(buffered);
     else
       scan<false>(buffered);
-    if (pass == 0) TOPK_MARK(21)
+    if (pass == 0) trace_mark(21);
     if (kClustered && gather) {
       // The leader goes on alone once every candidate is in its buffer.
       // The others leave at a barrier the leader passes once they are
@@ -265,7 +284,7 @@ __device__ inline void RowSelect<P>::run(const TopkArgs& a, unsigned char* smem,
     cur = nxt;
     ++pass;
   }
-  TOPK_MARK(31)
+  trace_mark(31);
   if (kClustered && !solo) Cl::sync();  // peers may still read this CTA's shared memory
   if (kClustered && solo) Cl::wait();   // pairs the arrive after the gather
 }

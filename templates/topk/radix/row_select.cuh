@@ -51,6 +51,9 @@ struct RowSelect {
   static constexpr int KB = K::kBits;
   static constexpr bool kCoarse = P::kFirst == 1;
   static constexpr int kPasses = P::kPasses;
+  // The strategy switches are the policy's (RadixStrategy in policy.cuh:
+  // automatic unless a tuned variant sets them); below, what each
+  // automatic rule rests on.
   // Slots in this CTA's buffer or output are reserved by each lane with its
   // own shared-memory atomic rather than by a warp-wide prefix sum (four
   // ballots and their popcounts): fewer instructions where few lanes have
@@ -58,7 +61,7 @@ struct RowSelect {
   // instruction-bound (Nsight Compute on 128 x 131072: issue slots 70%
   // busy, DRAM 37%). 16-bit keys keep the prefix sum: their 1024-thread
   // kernels spilled with per-lane atomics.
-  static constexpr bool kLaneAtomics = KB == 32;
+  static constexpr bool kLaneAtomics = P::kLaneAtomics;
   // process() classifies elements without a branch per element: a branch
   // around each element's digit cost a divergence-region setup and a jump
   // per element in every scan step (Nsight Compute, 64 x 32768 c2 pass 0:
@@ -68,15 +71,16 @@ struct RowSelect {
   // 1-2% slower (256 x 128256 75.97 -> 77.54), and the 1024-thread 16-bit
   // cluster kernels spilled more (bf16 128 x 201088 c2 64.87 -> 68.20), so
   // those keep the branches (here and in the cache scan's valid mask).
-  static constexpr bool kBranchFree = T < 1024 || (kClustered && KB == 32);
+  static constexpr bool kBranchFree = P::kBranchFree;
   // A speculative pass 0 of 16-bit keys histograms only its sample and takes
   // the rest of the histogram from the captured elements (run()). Same-run
   // H100 probe: bf16 128 x 201088 k64 b1024 40.49 -> 39.35 us, on
   // all-equal rows 86.55 -> 77.46; for fp32 keys it was 3-4% slower
   // (128 x 131072 36.49 -> 37.80, 256 x 128256 76.16 -> 79.01; 7 distinct
   // values 63.57 -> 69.73), so they histogram the whole row.
-  static constexpr bool kCaptureOnly = KB == 16;
-  static constexpr bool kUniformCheck = !kClustered && !kCoarse && KB == 32 && kPasses >= 3;
+  static constexpr bool kCaptureOnly = P::kCaptureOnly;
+  // The uniform-bin check (driver.cuh, at its use, says where it pays).
+  static constexpr bool kUniformCheck = P::kUniformCheck;
   // Loads in flight per thread in the row scans.
   // Software prefetch of the next step in global scans (the next step's
   // loads are in flight while this one is processed): at 512 threads two
@@ -86,7 +90,7 @@ struct RowSelect {
   // H100: 512-thread kernels 6-16% faster on batched rows; 256 threads
   // 2-4% slower (registers), so smaller blocks load two steps' worth at once
   // without prefetch, as before.
-  static constexpr bool kPrefetch = T >= 512;
+  static constexpr bool kPrefetch = P::kPrefetch;
   static constexpr int kUnroll = T >= 1024 || (T >= 512 && KB == 16) ? 1 : T >= 512 ? 2 : 4;
 
   // Shared memory.
@@ -207,6 +211,7 @@ struct RowSelect {
   __device__ __forceinline__ void lead_alone(u32 count);
   // Drivers (radix/driver.cuh).
   __device__ __forceinline__ void sync_row();
+  __device__ __forceinline__ void leave_at_stop();
   __device__ void run(const TopkArgs& a, unsigned char* smem, RowControl* control);
 };
 

@@ -1,7 +1,10 @@
-// Phase marks of the radix drivers (development aids): TOPK_MARK(i) notes the
-// time of boundary i, TOPK_STOP(n) marks boundary n and, under TOPK_STOP_AT,
-// returns from run() there. Both expand to nothing the compiler keeps unless
-// the source defines TOPK_TRACE or TOPK_STOP_AT.
+// Phase marks of the radix drivers (development aids): trace_mark(i) notes
+// the time of trace slot i, trace_boundary(n) that of phase boundary n, and
+// stop_at(n) says whether the kernel is to leave run() at boundary n. The
+// call site returns itself (`if (stop_at(n)) { leave_at_stop(); return; }`),
+// so that every exit of run() is visible where it happens. Without
+// TOPK_TRACE and TOPK_STOP_AT the marks are empty and stop_at is a constant
+// false: the compiler keeps nothing of them.
 #pragma once
 
 // Development aids, never defined by the generator (topk-probe --define):
@@ -17,20 +20,31 @@
 extern "C" {
 __device__ unsigned long long topk_trace[32];
 }
-#define TOPK_MARK(i) \
-  {                  \
-    if (blockIdx.x == 0 && threadIdx.x == 0 && (i) < 32) topk_trace[i] = clock64(); \
-  }
-#else
-#define TOPK_MARK(i) {}
 #endif
+
+namespace topk {
+
+// Notes clock64() in topk_trace[i] (thread 0 of CTA 0) under TOPK_TRACE.
+__device__ __forceinline__ void trace_mark(int i) {
+#ifdef TOPK_TRACE
+  if (blockIdx.x == 0 && threadIdx.x == 0 && i < 32) topk_trace[i] = clock64();
+#else
+  (void)i;
+#endif
+}
+
+// Notes phase boundary n (topk_trace[1 + n]).
+__device__ __forceinline__ void trace_boundary(int n) { trace_mark(1 + n); }
+
+// Whether the kernel leaves at phase boundary `boundary`: only under
+// TOPK_STOP_AT, at that boundary.
+__device__ constexpr bool stop_at(int boundary) {
 #ifdef TOPK_STOP_AT
-#define TOPK_STOP(n)                          \
-  TOPK_MARK(1 + (n))                          \
-  if (TOPK_STOP_AT == (n)) {                  \
-    if (kClustered && !solo) Cl::sync();      \
-    return;                                   \
-  }
+  return boundary == (TOPK_STOP_AT);
 #else
-#define TOPK_STOP(n) TOPK_MARK(1 + (n))
+  (void)boundary;
+  return false;
 #endif
+}
+
+}  // namespace topk
