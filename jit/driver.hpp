@@ -20,6 +20,7 @@ namespace topk::jit {
   X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuLaunchKernel)    \
   X(cuLaunchKernelEx) X(cuOccupancyMaxActiveClusters) X(cuOccupancyMaxActiveBlocksPerMultiprocessor)        \
   X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoD) X(cuMemsetD8) X(cuMemsetD32)   \
+  X(cuMemsetD8Async)                                                                                      \
   X(cuMemGetInfo) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamBeginCapture)      \
   X(cuStreamEndCapture) X(cuStreamIsCapturing) X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy) \
   X(cuGraphDestroy) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize)               \

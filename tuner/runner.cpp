@@ -45,6 +45,9 @@ Status DeviceCase::AddCopies(int copies) {
     TOPK_CU(cuMemcpyDtoD, b.get(), input.get(), input.bytes());
     extra_inputs.push_back(std::move(b));
   }
+  // A device-to-device cuMemcpy does not wait for completion before
+  // returning, and the timing launches go to a non-blocking stream.
+  TOPK_CU(cuCtxSynchronize);
   return Status::Ok();
 }
 
@@ -55,9 +58,14 @@ const void* DeviceCase::input_copy(int i) const {
 Status RunAndCheck(const jit::PreparedVariant& v, DeviceCase* c, CUstream stream) {
   const Problem& p = c->problem;
   const size_t out = static_cast<size_t>(p.batch * p.k);
-  // Poison: a kernel that leaves a slot unwritten fails the check.
-  TOPK_CU(cuMemsetD8, c->indices.get(), 0xA5, std::max<size_t>(out * 4, 4));
-  if (p.values) TOPK_CU(cuMemsetD8, c->values.get(), 0x5A, std::max<size_t>(out * DTypeSize(p.dtype), 4));
+  // Poison: a kernel that leaves a slot unwritten fails the check. On the
+  // kernel's stream: cuMemsetD8 runs on the legacy stream, which a
+  // non-blocking stream does not wait for, and a late memset overwrote the
+  // rows a kernel finished first (the empty-range rows of a cluster kernel
+  // read as unwritten on an H100 busy with compute-sanitizer).
+  TOPK_CU(cuMemsetD8Async, c->indices.get(), 0xA5, std::max<size_t>(out * 4, 4), stream);
+  if (p.values)
+    TOPK_CU(cuMemsetD8Async, c->values.get(), 0x5A, std::max<size_t>(out * DTypeSize(p.dtype), 4), stream);
   TOPK_RETURN_IF_ERROR(v.Launch(c->input.ptr(), p.ranges ? static_cast<const int32_t*>(c->ranges_dev.ptr()) : nullptr,
                                 static_cast<int32_t*>(c->indices.ptr()), p.values ? c->values.ptr() : nullptr,
                                 p.batch, stream));
