@@ -195,7 +195,7 @@ Command AddShow(CLI::App& root) {
                tt > 0 && w.median_us > 0 ? FormatSpeedup(tt / w.median_us) : "-", w.updated.substr(0, 16)});
       }
       t.Print(std::cout);
-      std::cout << list.size() << " winner" << (list.size() == 1 ? "" : "s") << "\n";
+      std::cout << CountOf(static_cast<int64_t>(list.size()), "winner") << "\n";
     }
     return kExitOk;
   };

@@ -112,8 +112,7 @@ class InterruptWatcher {
         for (const auto& d : dirs_) fs::remove_all(d, ec);
       }
       const std::string what = std::string(sig == SIGINT ? "SIGINT" : "SIGTERM") + ": stopped " +
-                               std::to_string(killed) + " worker" + (killed == 1 ? "" : "s") +
-                               " and removed the scratch folders";
+                               CountOf(killed, "worker") + " and removed the scratch folders";
       if (Global().json) {
         std::cout << json{{"ok", false},
                           {"exit_code", kExitInterrupted},
@@ -281,8 +280,8 @@ int RunTune(const TuneOpts& o) {
   const Progress::Mode mode = Progress::Detect(Global().json, Global().quiet);
   Progress progress(mode, static_cast<int>(jobs.size()), static_cast<int>(devices.size()));
   {
-    std::string head = "topk-tune: tuning " + std::to_string(jobs.size()) + " shape" + (jobs.size() == 1 ? "" : "s") +
-                       " of " + set.name;
+    std::string head =
+        "topk-tune: tuning " + CountOf(static_cast<int64_t>(jobs.size()), "shape") + " of " + set.name;
     if (defaulted) head += " (the default preset; choose others with --preset, --shapes or --shape)";
     if (shard.second > 1)
       head += ", shard " + std::to_string(shard.first) + "/" + std::to_string(shard.second) + " of " +
@@ -303,7 +302,8 @@ int RunTune(const TuneOpts& o) {
   std::vector<std::string> device_errors;
   const std::string workroot = (fs::temp_directory_path() / ("topk-tune-" + std::to_string(::getpid()))).string();
   std::vector<std::string> scratch;
-  for (size_t di = 0; di < devices.size(); ++di) scratch.push_back(workroot + "-gpu" + std::to_string(infos[di].ordinal));
+  for (size_t di = 0; di < devices.size(); ++di)
+    scratch.push_back(workroot + "-gpu" + std::to_string(infos[di].ordinal));
   watcher->SetScratch(scratch);
   auto work = [&](size_t di) {
     const jit::DeviceInfo& info = infos[di];
@@ -328,7 +328,7 @@ int RunTune(const TuneOpts& o) {
     ++started_devices;
     auto compiler = jit::MakeNvrtcCompiler();
     tuner::TuneOptions mine_opts = to;
-    mine_opts.workdir = workroot + "-gpu" + std::to_string(dev);
+    mine_opts.workdir = scratch[di];  // the folder an interrupt removes
     tuner::Tuner tuner(mine, compiler.get(), &worker, cache::RecordOf(info), info.ToArch(), mine_opts);
     int consecutive_errors = 0;
     while (const std::optional<size_t> taken = queue.Take(dev)) {
