@@ -49,6 +49,7 @@ bool ParseShape(const std::string& s, Shape* out) {
     else if (f[i] == "values") out->p.values = true;
     else if (f[i] == "smallest") out->p.largest = false;
     else if (f[i] == "sorted") out->p.sorted = true;
+    else if (f[i] == "deterministic") out->p.deterministic = true;
     else if (f[i] == "rotate") out->l2 = "rotate";
     else if (f[i].rfind("dist=", 0) == 0) out->dist = f[i].substr(5);
     else return false;

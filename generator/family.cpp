@@ -162,8 +162,7 @@ std::vector<KernelSource> DefaultKernelSources(const Arch& arch) {
   for (const Config& c : DefaultKernelConfigs(arch))
     for (KernelSource& s : GenerateSources(c)) by_key.emplace(s.key, std::move(s));
   for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
-    KernelSource s = SortSource(dtype);
-    by_key.emplace(s.key, std::move(s));
+    for (KernelSource s : {SortSource(dtype), TieSource(dtype)}) by_key.emplace(s.key, std::move(s));
   }
   std::vector<KernelSource> out;
   std::set<std::string> hashes;

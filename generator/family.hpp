@@ -46,8 +46,8 @@ struct Stage {
 };
 
 // The launches that run one variant on one problem, in order. The optional
-// row sort of sorted output is common to every family and appended by the
-// jit, not listed here.
+// tie pass of deterministic mode and row sort of sorted output are common to
+// every family and appended by the jit, not listed here.
 struct LaunchPlan {
   std::vector<Stage> stages;
 };
@@ -141,8 +141,8 @@ StatusOr<const Family*> FamilyOf(const Config& c);
 // Every distinct kernel the built-in defaults need on `arch` over all
 // problems: DefaultConfig's configs reduced to one per KernelKey (their other
 // parameters are launch arguments, which share the binary), for every
-// dtype, plus the row sort of each dtype (sorted output). A family's
-// Default is piecewise constant in the problem; the problems swept here
+// dtype, plus the row sort (sorted output) and the tie pass (deterministic
+// mode) of each dtype. A family's Default is piecewise constant in the problem; the problems swept here
 // straddle every boundary the built-in defaults use (row lengths and
 // batches at powers of two, their neighbours and three times them; k
 // around the warp family's bound; a few SM counts, which decide clusters).

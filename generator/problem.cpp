@@ -48,6 +48,7 @@ std::string Problem::ToString() const {
   if (ranges) s << " ranges";
   if (values) s << " values";
   if (sorted) s << " sorted";
+  if (deterministic) s << " deterministic";
   return s.str();
 }
 

@@ -32,6 +32,9 @@ KernelSource TopkKernelSource(const std::string& key, const std::string& policy,
 KernelSource FinishSource(KernelSource s);
 // The kernel that sorts finished rows (sorted output).
 KernelSource SortSource(DType dtype);
+// The tie pass of deterministic mode (templates/topk/ties.cuh): the lowest
+// indices among the elements equal to each row's k-th value.
+KernelSource TieSource(DType dtype);
 // Test-only kernels with a variant's signature: "crash" (illegal address),
 // "hang" (never returns), "wrong" (every index 0).
 StatusOr<KernelSource> FaultSource(const std::string& kind);

@@ -11,13 +11,15 @@ unsigned ProblemFlags(const Problem& p) {
 
 StatusOr<PreparedVariant> PreparedVariant::Make(const gen::Config& c, const Problem& p, const gen::Arch& arch,
                                                 const std::vector<CUfunction>& kernels, CUfunction sort,
-                                                int max_cache_keys) {
+                                                int max_cache_keys, CUfunction ties) {
   TOPK_RETURN_IF_ERROR(p.Validate());
   TOPK_RETURN_IF_ERROR(gen::ValidateFor(c, arch, p));
   if (p.sorted && p.k > kMaxSortedK)
     return Status(Code::kUnimplemented, "PreparedVariant",
                   "sorted output supports k <= " + std::to_string(kMaxSortedK) + ", got k = " + std::to_string(p.k));
   if (p.sorted && !sort) return Status(Code::kInternal, "PreparedVariant", "sorted problem without a sort kernel");
+  if (p.deterministic && !ties)
+    return Status(Code::kInternal, "PreparedVariant", "deterministic problem without a tie-pass kernel");
   PreparedVariant v;
   v.config_ = c;
   v.problem_ = p;
@@ -51,6 +53,15 @@ StatusOr<PreparedVariant> PreparedVariant::Make(const gen::Config& c, const Prob
     v.sort_shape_.smem_bytes = cap * 8;
     TOPK_RETURN_IF_ERROR(PrepareFunction(sort, v.sort_shape_, arch.max_smem_optin));
   }
+  if (p.deterministic) {
+    v.ties_ = ties;
+    v.ties_args_.row_stride = p.stride();
+    v.ties_args_.n = static_cast<int>(p.n);
+    v.ties_args_.k = static_cast<int>(p.k);
+    v.ties_args_.flags = ProblemFlags(p);
+    v.ties_shape_.block = TOPK_TIE_BLOCK;
+    TOPK_RETURN_IF_ERROR(PrepareFunction(ties, v.ties_shape_, arch.max_smem_optin));
+  }
   return v;
 }
 
@@ -74,6 +85,17 @@ Status PreparedVariant::Launch(const void* input, const int32_t* ranges, int32_t
     a.out_val = values;
     a.batch = static_cast<int>(batch);
     TOPK_RETURN_IF_ERROR(jit::Launch(stage_fns_[i], StageShape(st, batch), &a, sizeof(a), stream));
+  }
+  if (ties_) {
+    TieArgs ta = ties_args_;
+    ta.input = input;
+    ta.ranges = ranges;
+    ta.idx = indices;
+    ta.val = values;
+    ta.batch = static_cast<int>(batch);
+    LaunchShape ts = ties_shape_;
+    ts.grid = static_cast<unsigned>(batch);
+    TOPK_RETURN_IF_ERROR(jit::Launch(ties_, ts, &ta, sizeof(ta), stream));
   }
   if (!sort_) return Status::Ok();
   SortArgs sa = sort_args_;
@@ -105,8 +127,14 @@ StatusOr<PreparedVariant> LoadVariant(KernelStore& kernels, const gen::Config& c
     TOPK_ASSIGN_OR_RETURN(sort, kernels.Function(prepared(gen::SortSource(p.dtype)), &stored));
     all_stored = all_stored && stored;
   }
+  CUfunction ties = nullptr;
+  if (p.deterministic) {
+    bool stored = false;
+    TOPK_ASSIGN_OR_RETURN(ties, kernels.Function(prepared(gen::TieSource(p.dtype)), &stored));
+    all_stored = all_stored && stored;
+  }
   if (from_store) *from_store = all_stored;
-  return PreparedVariant::Make(c, p, arch, fns, sort, max_cache_keys);
+  return PreparedVariant::Make(c, p, arch, fns, sort, max_cache_keys, ties);
 }
 
 }  // namespace topk::jit

@@ -28,14 +28,15 @@ class PreparedVariant {
   PreparedVariant() = default;
   // `kernels` are the functions of the family's sources for `c`, in order
   // (gen::GenerateSources); `sort` the row-sort function of the dtype
-  // (required when p.sorted). Runs the family's launch plan: sets the
+  // (required when p.sorted); `ties` the tie pass of the dtype (required
+  // when p.deterministic; it runs after the plan, before the sort). Runs the family's launch plan: sets the
   // functions' shared-memory attributes and checks that one block / cluster
   // of every stage fits (kResourceExhausted otherwise). The context must be
   // current. `max_cache_keys` >= 0 caps the row cache (tests use it to cover
   // the partly cached path).
   static StatusOr<PreparedVariant> Make(const gen::Config& c, const Problem& p, const gen::Arch& arch,
                                         const std::vector<CUfunction>& kernels, CUfunction sort,
-                                        int max_cache_keys = -1);
+                                        int max_cache_keys = -1, CUfunction ties = nullptr);
 
   // Launches on `stream` for `batch` rows (<= the planned batch). No
   // allocation, no synchronisation.
@@ -57,13 +58,16 @@ class PreparedVariant {
   TopkArgs base_args_ = {};  // the problem's fields; each stage adds its knobs
   LaunchShape sort_shape_;
   SortArgs sort_args_ = {};
+  CUfunction ties_ = nullptr;
+  LaunchShape ties_shape_;
+  TieArgs ties_args_ = {};
 };
 
 // Flags word of a problem (TOPK_FLAG_*).
 unsigned ProblemFlags(const Problem& p);
 
 // The one pipeline from a configuration to a ready variant: the family's
-// sources (and the row sort when p.sorted) through `kernels` (memory, the
+// sources (the row sort when p.sorted, the tie pass when p.deterministic) through `kernels` (memory, the
 // binary store, or NVRTC), then PreparedVariant::Make. `from_store` (may be
 // null) says whether every binary came from the store or memory rather than
 // a fresh compile. `transform`, when set, rewrites every source before it is

@@ -92,6 +92,7 @@ int topk_plan_create(topk_library* lib, const topk_problem* problem, topk_plan**
   p.ranges = problem->ranges != 0;
   p.values = problem->values != 0;
   p.sorted = problem->sorted != 0;
+  p.deterministic = problem->deterministic != 0;
   auto plan = lib->lib->MakePlan(p);
   if (!plan.ok()) return Fail(plan.status(), err);
   auto* h = new (std::nothrow) topk_plan;

@@ -319,6 +319,7 @@ TEST(CliUsageTest, BadTuneInputIsRefusedBeforeAnythingIsWritten) {
       {{"--shape", "f64:4x100:5"}, "unknown dtype"},
       {{"--shape", "f32:4x100"}, "needs BATCHxN and K"},
       {{"--shape", "f32:4x100:5:bogus"}, "unknown flag 'bogus'"},
+      {{"--shape", "f32:4x100:5:deterministic"}, "'deterministic' is not tuned"},
       {{"--shape", "f32:100000x100000:5"}, "2^31"},
       {{"--shard", "3/2"}, "bad shard '3/2'"},
       {{"--shard", "0/0"}, "N must be at least 1"},

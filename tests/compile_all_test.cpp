@@ -81,6 +81,7 @@ TEST(CompileAllTest, EveryKernelCompilesForSm90AndSm80) {
     for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
       for (const gen::Config& c : gen::EnumerateKernels(dt, *a)) srcs.push_back(gen::GenerateSource(c));
       srcs.push_back(gen::SortSource(dt));
+      srcs.push_back(gen::TieSource(dt));
     }
     int f = 0;
     // sm_90 binaries go to the shared directory for the GPU tests.

@@ -603,7 +603,10 @@ TEST(DefaultKernelsTest, EnumerationCoversTheDefaultsOfRandomProblems) {
     for (const Config& c : DefaultKernelConfigs(base)) EXPECT_TRUE(keys.insert(c.KernelKey()).second);
     std::set<std::string> hashes;
     for (const KernelSource& s : DefaultKernelSources(base)) hashes.insert(s.hash);
-    for (DType d : {DType::kF32, DType::kF16, DType::kBF16}) EXPECT_TRUE(hashes.count(SortSource(d).hash));
+    for (DType d : {DType::kF32, DType::kF16, DType::kBF16}) {
+      EXPECT_TRUE(hashes.count(SortSource(d).hash));
+      EXPECT_TRUE(hashes.count(TieSource(d).hash));  // deterministic mode works from the shipped kernels
+    }
     for (int i = 0; i < 20000; ++i) {
       Arch a = base;
       a.sm_count = static_cast<int>(rng() % 200) + 1;

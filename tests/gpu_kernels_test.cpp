@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include "generator/config.hpp"
@@ -384,6 +385,86 @@ TEST_F(GpuKernelsTest, TestOnlyFamilyRunsThroughTheGenericLoaderAndIsExact) {
         }
   std::printf("test-only family: %d checked launches\n", checked);
   EXPECT_EQ(checked, 3 * 2 * 4 * 3);
+}
+
+// Deterministic mode behind each family's kernel: the tie pass must leave
+// the lowest-index ties of the k-th value (the checker's deterministic rule)
+// on the adversarial inputs, in every dtype, with ranges, values, smallest,
+// sorted and padding, and 20 calls on one input must give one index set per
+// row (with sorted output: the same output).
+TEST_F(GpuKernelsTest, DeterministicModeTakesTheLowestIndexTiesInEveryFamily) {
+  const gen::Arch arch = info_.ToArch();
+  const std::vector<CaseSpec> cases = {
+      {4, 20011, 2048, Dist::kTiesAtK},
+      {3, 7001, 100, Dist::kAllEqual, true, false, true},
+      {3, 7001, 700, Dist::kFewDistinct, false},
+      {3, 6007, 300, Dist::kSpecial, true, false, true},
+      {3, 6007, 300, Dist::kSpecial, false, true, true},
+      {16, 5003, 600, Dist::kFewDistinct, true, true, true},
+      {3, 30011, 1000, Dist::kDistinct16},
+      {3, 30011, 700, Dist::kPlateau, true, true},
+      {4, 40009, 2048, Dist::kShifted},
+      {2, 9000, 1000, Dist::kTiesAtK, true, false, true, true},
+      {37, 256, 8, Dist::kFewDistinct},
+      {37, 256, 8, Dist::kAllEqual, true, false, false, true},
+      {64, 255, 5, Dist::kTiesAtK, false, true},
+      {40, 1024, 16, Dist::kDistinct16, true, false, true},
+      {5, 100, 200, Dist::kAllEqual, true, false, true},
+      {2, 200003, 64, Dist::kDistinct16},
+      {1, 131075, 2048, Dist::kPlateau},
+  };
+  int checked = 0, wrong = 0, repeats = 0;
+  std::map<std::string, int> per_family;
+  for (DType dt : {DType::kF32, DType::kF16, DType::kBF16})
+    for (const gen::Family* f : gen::Families())
+      for (size_t ci = 0; ci < cases.size(); ++ci) {
+        if (subset_ && ci % 3 != 0) continue;
+        Problem p = ToProblem(dt, cases[ci]);
+        p.deterministic = true;
+        std::optional<Config> c = f->Default(p, arch);
+        if (!c) {
+          const std::vector<Config> all = f->Enumerate(p, arch, gen::SpaceOptions{});
+          if (all.empty()) continue;
+          c = all.front();
+        }
+        if (!gen::ValidateFor(*c, arch, p).ok()) continue;
+        auto v = jit::LoadVariant(*kernels_, *c, p, arch);
+        ASSERT_TRUE(v.ok()) << c->Id() << " " << p.ToString() << ": " << v.status().ToString();
+        auto dc = DeviceCase::Make(p, cases[ci].dist, 500 + ci);
+        ASSERT_TRUE(dc.ok()) << dc.status().ToString();
+        const std::string what = c->Id() + " " + p.ToString() + " " + tuner::DistName(cases[ci].dist);
+        // One index set per row, whatever order the kernel wrote it in.
+        auto sets = [&](std::vector<int32_t> idx) {
+          if (!p.sorted)
+            for (int64_t r = 0; r < p.batch; ++r) std::sort(idx.begin() + r * p.k, idx.begin() + (r + 1) * p.k);
+          return idx;
+        };
+        std::vector<int32_t> first, again;
+        Status st = tuner::RunAndCheck(*v, &*dc, nullptr, &first);
+        ++checked;
+        ++per_family[f->name()];
+        if (!st.ok()) {
+          ++wrong;
+          ADD_FAILURE() << what << ": " << st.ToString();
+          if (st.code() != Code::kWrongResult) return;  // a CUDA error: the context is gone
+          continue;
+        }
+        first = sets(first);
+        for (int rep = 1; rep < (subset_ ? 3 : 20); ++rep) {
+          st = tuner::RunAndCheck(*v, &*dc, nullptr, &again);
+          ++repeats;
+          if (!st.ok() || sets(again) != first) {
+            ++wrong;
+            ADD_FAILURE() << what << ": call " << rep << " differs from the first: " << st.ToString();
+            break;
+          }
+        }
+      }
+  std::printf("deterministic mode: %d cases checked, %d repeated calls, %d wrong;", checked, repeats, wrong);
+  for (const auto& [name, n] : per_family) std::printf(" %s %d", name.c_str(), n);
+  std::printf("\n");
+  EXPECT_EQ(wrong, 0);
+  for (const char* name : {"radix", "warp", "filter"}) EXPECT_GT(per_family[name], 0) << name;
 }
 
 }  // namespace

@@ -198,6 +198,43 @@ TEST(CheckerTest, NegativeZeroEqualsZeroAndTiesAnyWay) {
   }
 }
 
+// Deterministic mode: any valid top-k passes the plain check, only the
+// lowest-index ties (under the rules' equality: -0.0 equals +0.0) pass the
+// deterministic one; rows with at most k elements have nothing to choose.
+TEST(CheckerTest, DeterministicWantsTheLowestIndexTies) {
+  // Row: [1, -0.0, 5, +0.0, 0, 5, 2], k = 4: 5, 5, 2, then one zero of three.
+  Problem p = Prob(DType::kF32, 1, 7, 4);
+  HostMatrix m(DType::kF32, 1, 7, 7);
+  const float row[] = {1, -0.0f, 5, 0.0f, 0, 5, 2};
+  for (int c = 0; c < 7; ++c) m.set_float(0, c, row[c]);
+  p.k = 3;  // 5, 5, 2: no choice
+  Reference ref = ComputeReference(m, p, nullptr);
+  std::vector<int32_t> idx = {5, 6, 2};
+  p.deterministic = true;
+  EXPECT_TRUE(Check(m, p, nullptr, ref, idx.data(), nullptr).ok());
+  p.k = 5;  // 5, 5, 2, 1, then the zero at index 1 (-0.0 equals +0.0)
+  ref = ComputeReference(m, p, nullptr);
+  for (int32_t z : {1, 3, 4}) {
+    std::vector<int32_t> five = {2, 5, 6, 0, z};
+    p.deterministic = false;
+    EXPECT_TRUE(Check(m, p, nullptr, ref, five.data(), nullptr).ok()) << z;
+    p.deterministic = true;
+    const CheckResult r = Check(m, p, nullptr, ref, five.data(), nullptr);
+    EXPECT_EQ(r.ok(), z == 1) << z << ": " << r.first_error;
+    if (z != 1) {
+      EXPECT_NE(r.first_error.find("deterministic"), std::string::npos) << r.first_error;
+    }
+  }
+  // A range of at most k elements takes all of them, in any order.
+  Problem q = Prob(DType::kF32, 1, 7, 4);
+  q.ranges = true;
+  q.deterministic = true;
+  const std::vector<int32_t> rg = {1, 5};  // -0.0, 5, +0.0, 0
+  const Reference rr = ComputeReference(m, q, rg.data());
+  std::vector<int32_t> all = {4, 2, 3, 1};
+  EXPECT_TRUE(Check(m, q, rg.data(), rr, all.data(), nullptr).ok());
+}
+
 TEST(RangesTest, CoverEmptyReversedEndAndClampedCases) {
   const auto r = MakeRanges(16, 1000, 1);
   Problem p = Prob(DType::kF32, 16, 1000, 10);

@@ -170,6 +170,8 @@ StatusOr<Problem> ParseShape(const std::string& spec) {
       p.values = true;
     } else if (f == "sorted") {
       p.sorted = true;
+    } else if (f == "deterministic") {
+      p.deterministic = true;
     } else if (f == "smallest") {
       p.largest = false;
     } else if (f == "largest") {
@@ -192,6 +194,7 @@ std::string ShapeSpec(const Problem& p) {
   if (p.ranges) s += ":ranges";
   if (p.values) s += ":values";
   if (p.sorted) s += ":sorted";
+  if (p.deterministic) s += ":deterministic";
   if (!p.largest) s += ":smallest";
   if (p.row_stride != 0 && p.row_stride != p.n) s += ":stride=" + std::to_string(p.row_stride);
   return s;

@@ -45,6 +45,7 @@ Command AddVerify(CLI::App& root) {
     int device = 0;
     double timeout = 120;
     bool no_time = false;
+    bool deterministic = false;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* app = root.add_subcommand("verify", "Re-check (and re-time) the stored winners on this GPU");
@@ -54,6 +55,9 @@ Command AddVerify(CLI::App& root) {
       ->check(FinitePositive(1e7))
       ->capture_default_str();
   app->add_flag("--no-time", o->no_time, "Check results only, do not re-time");
+  app->add_flag("--deterministic", o->deterministic,
+                "Also run each winner in deterministic mode (its tie pass after it): the ties at the k-th value "
+                "must be the lowest indices; the cost is timed beside the plain run");
   app->footer(
       "Example: topk-tune verify --db tuning.db\n"
       "Checks every winner stored for this GPU's fingerprint against the exact reference and compares its time "
@@ -114,14 +118,17 @@ Command AddVerify(CLI::App& root) {
       return Fail(kExitError, "cannot start the worker: " + h.status().message(),
                   "topk-tune-worker must sit beside topk-tune (or set TOPK_WORKER)");
     }
-    Table t({"shape", "winner", "stored us", "now us", "change", "result"});
+    std::vector<std::string> cols = {"shape", "winner", "stored us", "now us", "change", "result"};
+    if (o->deterministic) cols.insert(cols.end() - 1, {"deterministic us", "cost"});
+    Table t(cols);
     json list = json::array();
     int failed = 0;
-    for (const auto& w : *winners) {
+    // Checks (and times) the winner on `problem`: "ok" or why not, and the median.
+    auto evaluate = [&](const cache::Winner& w, const Problem& problem, double* now) -> std::string {
       tuner::EvalRequest r;
       r.config = w.config;
       r.variant_id = w.variant_id;
-      r.problem = w.problem;
+      r.problem = problem;
       r.verify = true;
       r.time = !o->no_time;
       // The settings of the stored measurement, where it is known.
@@ -131,46 +138,71 @@ Command AddVerify(CLI::App& root) {
             r.dist = m.input_dist;
             r.measure.l2_mode = m.l2_mode;
           }
-      std::string result;
-      double now = 0;
-      bool ok = false;
       auto file = cubin(gen::GenerateSource(w.config));
-      std::optional<StatusOr<std::pair<std::string, std::string>>> sort;
-      if (w.problem.sorted) sort = cubin(gen::SortSource(w.problem.dtype));
-      if (!file.ok() || (sort && !sort->ok())) {
-        result = "compile_error: " + (file.ok() ? sort->status() : file.status()).message().substr(0, 80);
-      } else {
-        r.cubin_path = file->first;
-        r.lowered_name = file->second;
-        if (sort) {
-          r.sort_cubin_path = (*sort)->first;
-          r.sort_lowered_name = (*sort)->second;
-        }
-        auto e = worker.Evaluate(r);
-        if (!e.ok()) {
-          result = "error: " + e.status().message().substr(0, 80);
-        } else if (e->outcome != cache::Outcome::kOk || !e->verified) {
-          result = std::string(cache::OutcomeName(e->outcome)) + ": " + e->message.substr(0, 80);
-        } else {
-          ok = true;
-          now = e->samples.median;
-          result = "ok";
+      if (!file.ok()) return "compile_error: " + file.status().message().substr(0, 80);
+      r.cubin_path = file->first;
+      r.lowered_name = file->second;
+      if (problem.sorted) {
+        auto sort = cubin(gen::SortSource(problem.dtype));
+        if (!sort.ok()) return "compile_error: " + sort.status().message().substr(0, 80);
+        r.sort_cubin_path = sort->first;
+        r.sort_lowered_name = sort->second;
+      }
+      if (problem.deterministic) {
+        auto ties = cubin(gen::TieSource(problem.dtype));
+        if (!ties.ok()) return "compile_error: " + ties.status().message().substr(0, 80);
+        r.ties_cubin_path = ties->first;
+        r.ties_lowered_name = ties->second;
+      }
+      auto e = worker.Evaluate(r);
+      if (!e.ok()) return "error: " + e.status().message().substr(0, 80);
+      if (e->outcome != cache::Outcome::kOk || !e->verified)
+        return std::string(cache::OutcomeName(e->outcome)) + ": " + e->message.substr(0, 80);
+      *now = e->samples.median;
+      return "ok";
+    };
+    auto percent = [](double v) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%+.1f%%", v);
+      return std::string(buf);
+    };
+    for (const auto& w : *winners) {
+      double now = 0, det_now = 0;
+      std::string result = evaluate(w, w.problem, &now);
+      bool ok = result == "ok";
+      if (ok && o->deterministic) {
+        Problem dp = w.problem;
+        dp.deterministic = true;
+        const std::string det = evaluate(w, dp, &det_now);
+        if (det != "ok") {
+          ok = false;
+          result = "deterministic: " + det;
         }
       }
       if (!ok) ++failed;
       const double change = ok && now > 0 && w.median_us > 0 ? 100.0 * (now - w.median_us) / w.median_us : 0;
-      char pct[32];
-      std::snprintf(pct, sizeof pct, "%+.1f%%", change);
-      t.Add({w.problem.ToString(), w.variant_id, FormatUs(w.median_us), ok && now > 0 ? FormatUs(now) : "-",
-             ok && now > 0 ? pct : "-", result});
-      list.push_back({{"shape", w.problem.ToString()},
-                      {"spec", ShapeSpec(w.problem)},
-                      {"winner", w.variant_id},
-                      {"stored_us", w.median_us},
-                      {"now_us", now},
-                      {"change_pct", change},
-                      {"ok", ok},
-                      {"result", result}});
+      const double cost = ok && now > 0 && det_now > 0 ? 100.0 * (det_now - now) / now : 0;
+      std::vector<std::string> row = {w.problem.ToString(), w.variant_id, FormatUs(w.median_us),
+                                      ok && now > 0 ? FormatUs(now) : "-", ok && now > 0 ? percent(change) : "-"};
+      if (o->deterministic) {
+        row.push_back(ok && det_now > 0 ? FormatUs(det_now) : "-");
+        row.push_back(ok && det_now > 0 && now > 0 ? percent(cost) : "-");
+      }
+      row.push_back(result);
+      t.Add(row);
+      json item = {{"shape", w.problem.ToString()},
+                   {"spec", ShapeSpec(w.problem)},
+                   {"winner", w.variant_id},
+                   {"stored_us", w.median_us},
+                   {"now_us", now},
+                   {"change_pct", change},
+                   {"ok", ok},
+                   {"result", result}};
+      if (o->deterministic) {
+        item["deterministic_us"] = det_now;
+        item["deterministic_cost_pct"] = cost;
+      }
+      list.push_back(item);
     }
     std::error_code ec;
     fs::remove_all(tmp, ec);

@@ -406,6 +406,23 @@ CheckResult Check(const HostMatrix& m, const Problem& p, const int32_t* ranges, 
         err = why.str();
       }
     }
+    // Deterministic mode: the ties at the k-th key taken are the row's
+    // lowest-index ones.
+    if (err.empty() && p.deterministic && e - s > p.k && want > 0) {
+      const uint32_t kth = ref.row_keys[static_cast<size_t>(r)].back();
+      std::vector<int32_t> taken;
+      for (size_t j = 0; j < keys.size(); ++j)
+        if (keys[j] == kth) taken.push_back(seen[j]);
+      std::sort(taken.begin(), taken.end());
+      size_t t = 0;
+      for (int64_t c = s; c < e && t < taken.size() && err.empty(); ++c)
+        if (OrderKey(p.dtype, m.raw(r, c), !p.largest) == kth) {
+          if (c != taken[t])
+            err = "deterministic: the ties at the k-th value should be the lowest indices, but index " +
+                  std::to_string(taken[t]) + " was taken where " + std::to_string(c) + " is lower";
+          ++t;
+        }
+    }
     if (!err.empty()) {
       if (res.bad_rows == 0) res.first_error = "row " + std::to_string(r) + ": " + err;
       ++res.bad_rows;

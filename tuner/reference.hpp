@@ -90,7 +90,8 @@ struct CheckResult {
 // index outside the range, duplicate index, wrong multiset of keys (NaN and
 // -0.0 rules included), -1 padding missing or misplaced, a value that is
 // not the input's value at its index, padding values other than the dtype's
-// lowest, and (sorted) keys out of order. `values` is null unless the
+// lowest, (sorted) keys out of order and (deterministic) a tie at the k-th
+// value taken where a lower index of the same value was left. `values` is null unless the
 // problem writes values.
 CheckResult Check(const HostMatrix& m, const Problem& p, const int32_t* ranges, const Reference& ref,
                   const int32_t* indices, const uint8_t* values);

@@ -55,7 +55,7 @@ const void* DeviceCase::input_copy(int i) const {
   return i == 0 ? input.ptr() : extra_inputs[static_cast<size_t>(i - 1)].ptr();
 }
 
-Status RunAndCheck(const jit::PreparedVariant& v, DeviceCase* c, CUstream stream) {
+Status RunAndCheck(const jit::PreparedVariant& v, DeviceCase* c, CUstream stream, std::vector<int32_t>* indices_out) {
   const Problem& p = c->problem;
   const size_t out = static_cast<size_t>(p.batch * p.k);
   // Poison: a kernel that leaves a slot unwritten fails the check. On the
@@ -79,6 +79,7 @@ Status RunAndCheck(const jit::PreparedVariant& v, DeviceCase* c, CUstream stream
   }
   const CheckResult r = Check(c->host, p, p.ranges ? c->ranges.data() : nullptr, c->ref, idx.data(),
                               p.values ? vals.data() : nullptr);
+  if (indices_out) *indices_out = idx;
   if (!r.ok())
     return Status(Code::kWrongResult, v.config().Id(),
                   p.ToString() + " input " + DistName(c->dist) + ": " + std::to_string(r.bad_rows) + " of " +

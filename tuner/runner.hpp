@@ -47,7 +47,10 @@ struct DeviceCase {
 
 // Poisons the outputs, launches, synchronises, copies back and checks.
 // kWrongResult (with the checker's first error) when the result is not an
-// exact top-k; the CUDA error when the launch or a copy fails.
-Status RunAndCheck(const jit::PreparedVariant& v, DeviceCase* c, CUstream stream);
+// exact top-k; the CUDA error when the launch or a copy fails. The check is
+// of c->problem (deterministic: the lowest-index ties). `indices_out`, when
+// set, receives the output indices as copied back.
+Status RunAndCheck(const jit::PreparedVariant& v, DeviceCase* c, CUstream stream,
+                   std::vector<int32_t>* indices_out = nullptr);
 
 }  // namespace topk::tuner

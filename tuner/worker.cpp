@@ -34,7 +34,7 @@ namespace {
 json ProblemJson(const Problem& p) {
   return {{"dtype", DTypeName(p.dtype)}, {"batch", p.batch},   {"n", p.n},           {"k", p.k},
           {"row_stride", p.row_stride},  {"largest", p.largest}, {"ranges", p.ranges}, {"values", p.values},
-          {"sorted", p.sorted}};
+          {"sorted", p.sorted},          {"deterministic", p.deterministic}};
 }
 
 StatusOr<Problem> ProblemFromJson(const json& j) {
@@ -51,6 +51,7 @@ StatusOr<Problem> ProblemFromJson(const json& j) {
     p.ranges = j.value("ranges", false);
     p.values = j.value("values", false);
     p.sorted = j.value("sorted", false);
+    p.deterministic = j.value("deterministic", false);
   } catch (const json::exception& e) {
     return InvalidArgument("Problem JSON", e.what());
   }
@@ -79,7 +80,9 @@ json EvalRequest::ToJson() const {
           {"cubin_path", cubin_path},
           {"lowered_name", lowered_name},
           {"sort_cubin_path", sort_cubin_path},
-          {"sort_lowered_name", sort_lowered_name}};
+          {"sort_lowered_name", sort_lowered_name},
+          {"ties_cubin_path", ties_cubin_path},
+          {"ties_lowered_name", ties_lowered_name}};
 }
 
 StatusOr<EvalRequest> EvalRequest::FromJson(const json& j) {
@@ -104,6 +107,8 @@ StatusOr<EvalRequest> EvalRequest::FromJson(const json& j) {
     r.lowered_name = j.at("lowered_name").get<std::string>();
     r.sort_cubin_path = j.value("sort_cubin_path", std::string());
     r.sort_lowered_name = j.value("sort_lowered_name", std::string());
+    r.ties_cubin_path = j.value("ties_cubin_path", std::string());
+    r.ties_lowered_name = j.value("ties_lowered_name", std::string());
   } catch (const json::exception& e) {
     return InvalidArgument("EvalRequest", e.what());
   }
@@ -174,7 +179,13 @@ class Server {
       if (!s.ok()) return fail(cache::Outcome::kCompileError, s.status());
       sort = *s;
     }
-    auto v = jit::PreparedVariant::Make(r.config, r.problem, info_.ToArch(), {*fn}, sort);
+    CUfunction ties = nullptr;
+    if (r.problem.deterministic) {
+      auto t = Function(r.ties_cubin_path, r.ties_lowered_name);
+      if (!t.ok()) return fail(cache::Outcome::kCompileError, t.status());
+      ties = *t;
+    }
+    auto v = jit::PreparedVariant::Make(r.config, r.problem, info_.ToArch(), {*fn}, sort, -1, ties);
     if (!v.ok()) {
       if (v.status().code() == Code::kResourceExhausted) return fail(cache::Outcome::kResourceLimit, v.status());
       if (v.status().code() == Code::kInvalidArgument || v.status().code() == Code::kUnimplemented)

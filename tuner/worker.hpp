@@ -35,6 +35,8 @@ struct EvalRequest {
   std::string lowered_name;
   std::string sort_cubin_path;  // the row sort, when problem.sorted
   std::string sort_lowered_name;
+  std::string ties_cubin_path;  // the tie pass, when problem.deterministic
+  std::string ties_lowered_name;
 
   nlohmann::json ToJson() const;
   static StatusOr<EvalRequest> FromJson(const nlohmann::json& j);

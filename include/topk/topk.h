@@ -62,6 +62,7 @@ typedef struct topk_problem {
   int ranges;         /* per-row int32 [start, end) pairs are passed to run */
   int values;         /* write the selected values too */
   int sorted;         /* sort each row's output by value */
+  int deterministic;  /* ties at the k-th value: the lowest indices win (same set on every call) */
 } topk_problem;
 
 /* Defaults: device 0, no cache, write_back 1 / largest 1. */

@@ -50,6 +50,11 @@ struct Problem {
   bool ranges = false;     // Run gets one int32 [start, end) pair per row
   bool values = false;     // Run writes the selected values too
   bool sorted = false;     // output sorted by value (descending for largest)
+  // Among elements equal to the k-th value, the lowest indices are taken:
+  // one input gives one index set on every call, stream and GPU (with
+  // `sorted`, one output). A tie pass after the selection kernel does it
+  // (templates/topk/ties.cuh), so tuning and dispatch ignore the flag.
+  bool deterministic = false;
 
   int64_t stride() const { return row_stride == 0 ? n : row_stride; }
   // "f32 64x32768 k=2048 largest ranges values sorted"

@@ -55,3 +55,20 @@ struct SortArgs {
   unsigned flags;        // TOPK_FLAG_SMALLEST | TOPK_FLAG_VALUES
   int cap;               // power of two >= k; shared memory holds cap 64-bit entries
 };
+
+// Threads per CTA of the tie pass (one CTA per row).
+#define TOPK_TIE_BLOCK 512
+
+// Arguments of the tie pass of deterministic mode (ties.cuh), which runs
+// after any family's kernel and before the row sort.
+struct TieArgs {
+  const void* input;     // the same input the top-k ran on
+  const int* ranges;     // as in TopkArgs
+  int* idx;              // [batch, k] in/out
+  void* val;             // [batch, k] out or null
+  long long row_stride;
+  int batch;
+  int n;
+  int k;
+  unsigned flags;        // TOPK_FLAG_SMALLEST | TOPK_FLAG_RANGES | TOPK_FLAG_VALUES
+};

@@ -13,15 +13,19 @@ struct RowRange {
   int end;
 };
 
-__device__ __forceinline__ RowRange row_range(const TopkArgs& a, int row) {
-  int start = 0, end = a.n;
-  if (a.flags & TOPK_FLAG_RANGES) {
-    start = a.ranges[2 * row];
-    end = a.ranges[2 * row + 1];
-    start = start < 0 ? 0 : (start > a.n ? a.n : start);
-    end = end < start ? start : (end > a.n ? a.n : end);
+__device__ __forceinline__ RowRange row_range(const int* ranges, int n, unsigned flags, int row) {
+  int start = 0, end = n;
+  if (flags & TOPK_FLAG_RANGES) {
+    start = ranges[2 * row];
+    end = ranges[2 * row + 1];
+    start = start < 0 ? 0 : (start > n ? n : start);
+    end = end < start ? start : (end > n ? n : end);
   }
   return {start, end};
+}
+
+__device__ __forceinline__ RowRange row_range(const TopkArgs& a, int row) {
+  return row_range(a.ranges, a.n, a.flags, row);
 }
 
 // Output positions first, first + step, ... below k get index -1 and, when
