@@ -32,7 +32,7 @@ struct Shape {
   std::string l2 = "hot";
 };
 
-// "f32:64x32768:2048[:ranges][:values][:smallest][:sorted][:rotate][:dist=logits]"
+// "f32:64x32768:2048[:ranges][:values][:smallest][:sorted][:deterministic][:rotate][:dist=logits]"
 bool ParseShape(const std::string& s, Shape* out) {
   std::vector<std::string> f;
   size_t a = 0;
@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
       }
     } else {
       std::fprintf(stderr,
-                   "usage: topk-probe (--shape DT:BxN:K[:ranges][:values][:smallest][:sorted][:rotate][:dist=D])... "
+                   "usage: topk-probe (--shape DT:BxN:K[:ranges][:values][:smallest][:sorted][:deterministic][:rotate][:dist=D])... "
                    "[--variant ID|default|all]... [--targets] [--cubins DIR] [--no-verify] [--define NAME[=VALUE]]...\n");
       return 2;
     }
@@ -193,6 +193,7 @@ int main(int argc, char** argv) {
       }
       srcs.push_back(Source(gen::DefaultConfig(s.p, arch)));
       if (s.p.sorted) srcs.push_back(WithDefines(gen::SortSource(s.p.dtype)));
+      if (s.p.deterministic) srcs.push_back(WithDefines(gen::TieSource(s.p.dtype)));
     }
     std::atomic<size_t> next{0};
     std::vector<std::thread> pool;

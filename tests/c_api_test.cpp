@@ -116,6 +116,7 @@ TEST(CApiTest, ProblemInitDefaults) {
   EXPECT_EQ(p.ranges, 0);
   EXPECT_EQ(p.values, 0);
   EXPECT_EQ(p.sorted, 0);
+  EXPECT_EQ(p.deterministic, 0);
   topk_problem_init(nullptr);
 }
 

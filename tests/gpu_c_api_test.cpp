@@ -413,6 +413,56 @@ TEST_F(CApiGpuTest, RangesAreClampedAndMayBeEmpty) {
   }
 }
 
+// Deterministic mode through the C API: rows of few distinct values (every
+// selection ends inside a large tie) give, in every call, the elements above
+// the k-th value plus its lowest-index ties; with sorted output, the same
+// bytes every call. The plan's variant is the one without the flag.
+TEST_F(CApiGpuTest, DeterministicTakesTheLowestIndexTiesOnEveryCall) {
+  const int64_t batch = 6, n = 20000, k = 700;
+  std::vector<float> x(static_cast<size_t>(batch * n));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 2654435761u >> 7) % 5);  // 0..4
+  for (int sorted : {0, 1}) {
+    topk_problem p = MakeProblem(TOPK_F32, batch, n, k);
+    p.sorted = sorted;
+    topk_plan* plain = MakePlan(p);
+    p.deterministic = 1;
+    topk_plan* plan = MakePlan(p);
+    ASSERT_NE(plan, nullptr);
+    ASSERT_NE(plain, nullptr);
+    EXPECT_STREQ(topk_plan_variant(plan), topk_plan_variant(plain));
+    jit::DeviceBuffer in = Upload(x), idx = Alloc(batch * k * 4);
+    std::vector<int32_t> first;
+    for (int call = 0; call < 20; ++call) {
+      char* err = nullptr;
+      ASSERT_EQ(topk_plan_run(plan, in.ptr(), nullptr, static_cast<int32_t*>(idx.ptr()), nullptr, -1, nullptr, &err),
+                TOPK_OK)
+          << Take(err);
+      std::vector<int32_t> got = Download<int32_t>(idx, batch * k);
+      if (!sorted)
+        for (int64_t r = 0; r < batch; ++r) std::sort(got.begin() + r * k, got.begin() + (r + 1) * k);
+      if (call == 0) {
+        first = got;
+        for (int64_t r = 0; r < batch; ++r) {
+          const float* row = x.data() + r * n;
+          std::vector<float> v(row, row + n);
+          std::nth_element(v.begin(), v.begin() + (k - 1), v.end(), std::greater<float>());
+          const float kth = v[static_cast<size_t>(k - 1)];
+          std::vector<int32_t> want;
+          int64_t above = 0;
+          for (int64_t c = 0; c < n; ++c) above += row[c] > kth;
+          for (int64_t c = 0, ties = 0; c < n; ++c)
+            if (row[c] > kth || (row[c] == kth && ties++ < k - above)) want.push_back(static_cast<int32_t>(c));
+          std::vector<int32_t> have(got.begin() + r * k, got.begin() + (r + 1) * k);
+          std::sort(have.begin(), have.end());
+          EXPECT_EQ(have, want) << "row " << r << " sorted " << sorted;
+        }
+      } else {
+        ASSERT_EQ(got, first) << "call " << call << " sorted " << sorted;
+      }
+    }
+  }
+}
+
 // --- cache files the library must not trust --------------------------------------
 
 std::vector<char> ReadFile(const std::string& path) {

@@ -11,7 +11,7 @@
 #      exit 130, no worker left, no scratch folder left, the cache resumes).
 # Logs under $OUT (summary.txt first); DEADLINE_S (default 500) bounds the
 # whole call: a stage still running then is killed and reported.
-#   scripts/device/round.sh [first-call] [examples] [py-host] [probe] [correct] [legacy]
+#   scripts/device/round.sh [first-call] [examples] [py-host] [probe] [det] [correct] [legacy]
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 START=$SECONDS
@@ -85,6 +85,36 @@ bf16:16384x256:8:rotate warp_bf16_b128_i8_l0 radix_bf16_b128_r1_s0_c0_t0_m0_i8
 SHAPES
 fi
 
+# The cost of deterministic mode: each target shape's winner timed without
+# and with its tie pass, on normal data and on the tie-heavy inputs (a
+# plateau of zeros, 16 distinct values), in one probe process per shape.
+if want det; then
+  log "== det: deterministic mode's cost ($(left) s left)"
+  while read -r shape id; do
+    base=${shape%%:dist=*}
+    dist=normal
+    [[ $shape == *dist=logits* ]] && dist=logits
+    args=()
+    for d in $dist plateau distinct16; do
+      args+=(--shape "$base:dist=$d" --shape "$base:deterministic:dist=$d")
+    done
+    timeout "$(($(left) < 90 ? $(left) : 90))" "$B/bin/topk-probe" "${args[@]}" --variant "$id" \
+      --cubins "$TOPK_TEST_TMP/cubins-new" >>"$LOGDIR/det.log" 2>&1
+    echo "det $shape $id rc=$?" | tee -a "$SUMMARY"
+  done <<'SHAPES'
+f32:64x4096:128:ranges default
+f32:64x32768:2048:ranges radix_f32_b1024_r11_h0_s1024_c2_t1_m1
+f32:1x131072:2048:ranges radix_f32_b512_r11_h0_s4096_c16_t1_m1
+f32:1x524288:2048:ranges radix_f32_b1024_r11_h0_s4096_c16_t1_m1
+f32:128x131072:2048:ranges radix_f32_b1024_r11_h0_s8192_c1_t1_m0
+bf16:128x201088:64:values:rotate:dist=logits radix_bf16_b1024_r11_h0_s1024_c1_t1_m0
+f32:256x128256:1024:values:rotate:dist=logits radix_f32_b1024_r11_h0_s4096_c1_t1_m0
+f32:4096x256:8:rotate warp_f32_b256_i8_l1
+bf16:16384x256:8:rotate warp_bf16_b128_i8_l0
+SHAPES
+  grep -E "^[a-z0-9]+ [0-9]+x|^  [a-z]+_.* us" "$LOGDIR/det.log" | cut -c1-160 >>"$SUMMARY"
+fi
+
 # 2. Correctness, concurrently.
 interrupt() {  # SIGNAL: tune a shape, send SIGNAL to topk-tune alone after 10 s
   local sig=$1 db=$TOPK_TEST_TMP/interrupt.db
@@ -131,9 +161,9 @@ if want correct; then
   wait "${pids[0]}"  # memcheck after the kernels test: it reuses its cubins
   lim=$(($(left) - 10))
   job memcheck env TOPK_TEST_SUBSET=sanitizer compute-sanitizer --tool memcheck --error-exitcode 9 \
-    "$B/bin/gpu_kernels_test" --gtest_filter='*F32*:*BF16*'
+    "$B/bin/gpu_kernels_test" --gtest_filter='*F32*:*BF16*:*Deterministic*'
   job racecheck env TOPK_TEST_SUBSET=sanitizer compute-sanitizer --tool racecheck --racecheck-report hazard \
-    --error-exitcode 9 "$B/bin/gpu_kernels_test" --gtest_filter='*F32*:*BF16*'
+    --error-exitcode 9 "$B/bin/gpu_kernels_test" --gtest_filter='*F32*:*BF16*:*Deterministic*'
   [[ -x $B/bin/gpu_tuner_test ]] && job tuner "$B/bin/gpu_tuner_test"
   wait
   for f in kernels ops api random c_api interrupt memcheck racecheck tuner; do
