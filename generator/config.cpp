@@ -63,8 +63,11 @@ std::string Config::Id() const {
     std::string tag = name;
     if (f)
       for (const ParamSpec& p : f->params())
-        if (p.name == name) tag = p.tag;
-    s << '_' << tag << value;
+        if (p.name == name) {
+          tag = p.tag;
+          if (p.IsImplicit(value)) tag.clear();  // left out: an id without it reads back the same
+        }
+    if (!tag.empty()) s << '_' << tag << value;
   }
   return s.str();
 }
@@ -81,38 +84,71 @@ StatusOr<Config> Config::FromId(std::string_view id) {
   if (!f) return BadId(id, "unknown family '" + std::string(id.substr(0, u)) + "' (known: " + KnownFamilies() + ")");
   const std::vector<std::string_view> parts = SplitUnderscore(id.substr(u + 1));
   const std::vector<ParamSpec>& specs = f->params();
-  if (parts.size() != specs.size() + 1) {
+  size_t required = 0;
+  for (const ParamSpec& p : specs) required += p.implicit ? 0 : 1;
+  if (parts.size() < required + 1 || parts.size() > specs.size() + 1) {
     if (auto legacy = f->FromLegacyId(id)) return *legacy;
-    return BadId(id, "expected " + std::to_string(specs.size() + 1) + " fields after '" + f->name() +
-                         "_' (dtype, then one per parameter)");
+    std::string count = std::to_string(required + 1);
+    if (required < specs.size()) count += " to " + std::to_string(specs.size() + 1);
+    return BadId(id, "expected " + count + " fields after '" + f->name() +
+                         "_' (dtype, then one per parameter, in order; a parameter at its implicit value may be "
+                         "left out)");
   }
   Config c;
   c.family = f->name();
   auto dt = ParseDType(parts[0]);
   if (!dt.ok()) return BadId(id, "unknown dtype '" + std::string(parts[0]) + "'");
   c.dtype = *dt;
+  // The fields in the parameters' order; a parameter with an implicit value
+  // may be absent (it then takes that value). `optional` lists the absent
+  // ones since the last field read, for the message about a stray field.
+  size_t next = 1;
+  std::string optional;
   for (size_t i = 0; i < specs.size(); ++i) {
-    const std::string_view field = parts[i + 1];
     const std::string& tag = specs[i].tag;
+    const std::string expected = "'" + tag + "<" + specs[i].name + ">'";
     int v = 0;
-    bool ok = field.size() > tag.size() && field.substr(0, tag.size()) == tag;
+    bool ok = next < parts.size();
     if (ok) {
-      const std::string_view digits = field.substr(tag.size());
-      auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
-      ok = ec == std::errc() && p == digits.data() + digits.size();
+      const std::string_view field = parts[next];
+      ok = field.size() > tag.size() && field.substr(0, tag.size()) == tag;
+      if (ok) {
+        const std::string_view digits = field.substr(tag.size());
+        auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+        ok = ec == std::errc() && p == digits.data() + digits.size();
+      }
     }
-    if (!ok) {
+    if (ok) {
+      ++next;
+      optional.clear();
+    } else if (specs[i].implicit) {
+      v = *specs[i].implicit;
+      optional += (optional.empty() ? "" : ", ") + expected;
+    } else {
       if (auto legacy = f->FromLegacyId(id)) return *legacy;
-      return BadId(id, "field '" + tag + "<" + specs[i].name + ">' expected, got '" + std::string(field) + "'");
+      const std::string got = next < parts.size() ? "'" + std::string(parts[next]) + "'" : "the end";
+      return BadId(id, "field " + (optional.empty() ? "" : optional + " or ") + expected + " expected, got " + got);
     }
     c.params.emplace_back(specs[i].name, v);
+  }
+  if (next < parts.size()) {
+    if (auto legacy = f->FromLegacyId(id)) return *legacy;
+    return BadId(id, (optional.empty() ? std::string("the end") : "field " + optional + " or the end") +
+                         " expected, got '" + std::string(parts[next]) + "'");
   }
   return c;
 }
 
 nlohmann::json Config::ToJson() const {
   nlohmann::json j = {{"family", family}, {"dtype", DTypeName(dtype)}};
-  for (const auto& [name, value] : params) j[name] = value;
+  const Family* f = family_ptr();
+  for (const auto& [name, value] : params) {
+    bool implicit = false;
+    if (f)
+      for (const ParamSpec& p : f->params())
+        if (p.name == name) implicit = p.IsImplicit(value);
+    if (!implicit) j[name] = value;  // an absent field reads back as the implicit value
+  }
   return j;
 }
 
@@ -134,6 +170,10 @@ StatusOr<Config> Config::FromJson(const nlohmann::json& j) {
   c.family = f->name();
   c.dtype = *dt;
   for (const ParamSpec& p : f->params()) {
+    if (!j.contains(p.name) && p.implicit) {
+      c.params.emplace_back(p.name, *p.implicit);
+      continue;
+    }
     if (!j.contains(p.name) || !j[p.name].is_number_integer())
       return bad("missing or mistyped field \"" + p.name + "\" (family " + f->name() + ")");
     const auto v = j[p.name].get<int64_t>();

@@ -36,7 +36,8 @@ Config Family::Blank(DType dtype) const {
   Config c;
   c.family = name();
   c.dtype = dtype;
-  for (const ParamSpec& p : params()) c.params.emplace_back(p.name, p.values.empty() ? 0 : p.values.front());
+  for (const ParamSpec& p : params())
+    c.params.emplace_back(p.name, p.implicit ? *p.implicit : p.values.empty() ? 0 : p.values.front());
   return c;
 }
 

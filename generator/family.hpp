@@ -26,6 +26,11 @@ struct ParamSpec {
   std::string meaning;  // one line, for the report and `topk-tune space`
   std::vector<int> values;  // the values enumeration draws from (docs, charts, local search)
   bool code = false;    // true: a template parameter (changes the binary); false: a launch argument
+  // A parameter at this value is left out of the id and the JSON; an id or
+  // JSON without the field takes this value (a parameter added after ids
+  // were stored, e.g. a switch whose -1 means "the automatic rule").
+  std::optional<int> implicit;
+  bool IsImplicit(int v) const { return implicit && *implicit == v; }
 };
 
 // One kernel launch of a plan: which of the family's kernels, its geometry,
@@ -118,7 +123,17 @@ class Family {
     return std::nullopt;
   }
 
-  // A config of this family with every parameter at its first listed value.
+  // Configs close to a good one that the space leaves out: the tuner times
+  // them after its search, for the best config of the family (e.g. one
+  // strategy switch flipped from its automatic rule). Each must be valid
+  // for `p` on `arch`.
+  virtual std::vector<Config> Refinements(const Config& c, const Problem& p, const Arch& arch) const {
+    (void)c, (void)p, (void)arch;
+    return {};
+  }
+
+  // A config of this family with every parameter at its implicit value, or
+  // else its first listed value.
   Config Blank(DType dtype) const;
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -17,11 +18,18 @@ namespace {
 // configuration.
 struct NotLegacy {};
 
+// The strategy switches, in the order of their parameters and of
+// topk::Strategy's template arguments.
+constexpr const char* kSwitches[] = {"lane_atomics", "branch_free", "capture_only", "uniform_check", "prefetch"};
+
 bool IsPow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
 Status Broken(const std::string& constraint, const std::string& what) {
   return Status(Code::kInvalidArgument, "constraint " + constraint, what);
 }
+
+// Index of lane_atomics in Specs().
+constexpr size_t kFirstSwitch = 7;
 
 // (radix_bits, half_first) pairs the family compiles for a dtype.
 std::vector<std::pair<int, bool>> RadixKinds(DType dtype) {
@@ -49,6 +57,17 @@ const std::vector<ParamSpec>& Specs() {
        {1, 2, 4, 8, 16}, true},
       {"rounds", "t", "digit passes before the remaining candidates may be ranked directly", {1, 2}, false},
       {"row_cache", "m", "keep the row in shared memory as far as it fits", {0, 1}, false},
+      // The strategy switches (RadixStrategy in templates/topk/policy.cuh):
+      // -1 the automatic rule, 0 off, 1 on; left out of ids at -1.
+      {"lane_atomics", "la", "per-lane shared-memory atomics reserve slots instead of a warp prefix sum (-1 auto)",
+       {-1, 0, 1}, true, -1},
+      {"branch_free", "bf", "branch-free classification of each element (-1 auto)", {-1, 0, 1}, true, -1},
+      {"capture_only", "co",
+       "a speculative pass 0 histograms only its sample and counts the rest from the capture (-1 auto)",
+       {-1, 0, 1}, true, -1},
+      {"uniform_check", "uc", "check that a large threshold bin holds one key, ending the row early (-1 auto)",
+       {-1, 0, 1}, true, -1},
+      {"prefetch", "pf", "software prefetch of the next step in the row scans (-1 auto)", {-1, 0, 1}, true, -1},
   };
   return specs;
 }
@@ -73,6 +92,12 @@ class Radix final : public Family {
       return Broken("first-pass", "half_first must be 0 or 1, got " + std::to_string(cfg.Get("half_first")));
     if (cfg.Get("row_cache") != 0 && cfg.Get("row_cache") != 1)
       return Broken("row-cache", "row_cache must be 0 or 1, got " + std::to_string(cfg.Get("row_cache")));
+    for (const char* sw : kSwitches)
+      if (cfg.Get(sw, -1) < -1 || cfg.Get(sw, -1) > 1)
+        return Broken("strategy", std::string(sw) + " must be -1 (automatic), 0 or 1, got " +
+                                      std::to_string(cfg.Get(sw, -1)));
+    if (c.uniform_check == 1 && (c.cluster != 1 || c.half_first || c.key_bits() != 32))
+      return Broken("strategy", "uniform_check 1 needs one CTA per row, no coarse first pass and 32-bit keys");
     if (c.radix_bits != 8 && c.radix_bits != 11)
       return Broken("radix", "radix_bits must be 8 or 11, got " + std::to_string(c.radix_bits));
     if (c.radix_bits > c.key_bits()) return Broken("radix", "radix wider than the key");
@@ -185,6 +210,10 @@ class Radix final : public Family {
     s << "kernel_" << DTypeName(c.dtype) << "_b" << c.block_threads << "_r" << c.radix_bits
       << (c.half_first ? "h" : "") << "_c" << (c.cluster > 1 ? std::string("N") : std::to_string(c.cluster))
       << "_i0";
+    // The strategy switches set away from automatic (an untuned kernel's
+    // key stays as it was).
+    for (size_t i = 0; i < std::size(kSwitches); ++i)
+      if (const int v = cfg.Get(kSwitches[i], -1); v >= 0) s << '_' << Specs()[kFirstSwitch + i].tag << v;
     return s.str();
   }
 
@@ -193,7 +222,39 @@ class Radix final : public Family {
     std::ostringstream pol;
     pol << "topk::Policy<" << static_cast<int>(c.dtype) << ", " << c.block_threads << ", " << c.radix_bits << ", "
         << (c.half_first ? 1 : 0) << ", " << c.cluster_class() << ", 0>";
-    return {TopkKernelSource(KernelKey(cfg), pol.str(), c.hist_smem_bytes(), c.passes())};
+    if (c.automatic_strategy())  // the plain policy: an untuned kernel's source and binary as they were
+      return {TopkKernelSource(KernelKey(cfg), pol.str(), c.hist_smem_bytes(), c.passes())};
+    // The switches set, and asserts that the host's mirror of the automatic
+    // rules gives what the template does.
+    const int set[] = {c.lane_atomics, c.branch_free, c.capture_only, c.uniform_check, c.prefetch};
+    const bool automatic[] = {c.auto_lane_atomics(), c.auto_branch_free(), c.auto_capture_only(),
+                              c.auto_uniform_check(), c.auto_prefetch()};
+    const char* members[] = {"kLaneAtomics", "kBranchFree", "kCaptureOnly", "kUniformCheck", "kPrefetch"};
+    std::ostringstream strat, asserts;
+    strat << "topk::Strategy<" << pol.str();
+    for (int v : set) strat << ", " << v;
+    strat << ">";
+    for (size_t i = 0; i < std::size(members); ++i)
+      asserts << "static_assert(P::" << members[i]
+              << " == " << (RadixParams::effective(set[i], automatic[i]) ? "true" : "false")
+              << ", \"host and template disagree on " << kSwitches[i] << "\");\n";
+    return {TopkKernelSource(KernelKey(cfg), strat.str(), c.hist_smem_bytes(), c.passes(), asserts.str())};
+  }
+
+  // For each switch still automatic, the config with it flipped from its
+  // automatic value, where that is valid for `p`.
+  std::vector<Config> Refinements(const Config& cfg, const Problem& p, const Arch& arch) const override {
+    const RadixParams c = RadixParams::Of(cfg);
+    const bool automatic[] = {c.auto_lane_atomics(), c.auto_branch_free(), c.auto_capture_only(),
+                              c.auto_uniform_check(), c.auto_prefetch()};
+    std::vector<Config> out;
+    for (size_t i = 0; i < std::size(kSwitches); ++i) {
+      if (cfg.Get(kSwitches[i], -1) >= 0) continue;
+      Config r = cfg;
+      r.Set(kSwitches[i], automatic[i] ? 0 : 1);
+      if (gen::ValidateFor(r, arch, p).ok()) out.push_back(std::move(r));
+    }
+    return out;
   }
 
   LaunchPlan Plan(const Config& cfg, const Problem& p, const Arch& arch, int max_cache_keys) const override {
@@ -372,6 +433,11 @@ RadixParams RadixParams::Of(const Config& c) {
   r.cluster = c.Get("cluster");
   r.rounds = c.Get("rounds");
   r.row_cache = c.Get("row_cache") != 0;
+  r.lane_atomics = c.Get("lane_atomics", -1);
+  r.branch_free = c.Get("branch_free", -1);
+  r.capture_only = c.Get("capture_only", -1);
+  r.uniform_check = c.Get("uniform_check", -1);
+  r.prefetch = c.Get("prefetch", -1);
   return r;
 }
 
@@ -381,7 +447,8 @@ Config RadixParams::ToConfig() const {
   c.dtype = dtype;
   c.params = {{"block_threads", block_threads}, {"radix_bits", radix_bits}, {"half_first", half_first ? 1 : 0},
               {"smem_buffer", smem_buffer},     {"cluster", cluster},       {"rounds", rounds},
-              {"row_cache", row_cache ? 1 : 0}};
+              {"row_cache", row_cache ? 1 : 0}, {"lane_atomics", lane_atomics}, {"branch_free", branch_free},
+              {"capture_only", capture_only},   {"uniform_check", uniform_check}, {"prefetch", prefetch}};
   return c;
 }
 

@@ -30,6 +30,15 @@ struct RadixParams {
   int cluster = 1;
   int rounds = 1;           // refinement passes before direct ranking is allowed
   bool row_cache = true;    // keep the row in shared memory as far as it fits
+  // [code] The strategy switches of RadixStrategy (templates/topk/policy.cuh):
+  // -1 = the automatic rule (auto_*() below), 0 = off, 1 = on. Ids leave
+  // them out at -1, so the ids and kernels of untuned variants stay as they
+  // were; the tuner tries them flipped on its best config (Refinements).
+  int lane_atomics = -1;
+  int branch_free = -1;
+  int capture_only = -1;
+  int uniform_check = -1;
+  int prefetch = -1;
 
   static RadixParams Of(const Config& c);
   Config ToConfig() const;
@@ -43,6 +52,21 @@ struct RadixParams {
   // rounds < passes() - 1 enables the final direct ranking (and its list).
   bool rank_enabled() const { return rounds < passes() - 1; }
   int vec() const { return 16 / DTypeSize(dtype); }  // elements per 16-byte load
+  // The automatic rules of RadixStrategy (templates/topk/policy.cuh), on the
+  // host; generated sources static_assert that both agree.
+  bool auto_lane_atomics() const { return key_bits() == 32; }
+  bool auto_branch_free() const { return block_threads < 1024 || (cluster_class() > 1 && key_bits() == 32); }
+  bool auto_capture_only() const { return key_bits() == 16; }
+  bool auto_uniform_check() const {
+    return cluster_class() == 1 && !half_first && key_bits() == 32 && passes() >= 3;
+  }
+  bool auto_prefetch() const { return block_threads >= 512; }
+  // The switch in effect: the set value, or the automatic rule at -1.
+  static bool effective(int set, bool automatic) { return set < 0 ? automatic : set != 0; }
+  // Whether every switch is at -1 (the kernel is the plain Policy's).
+  bool automatic_strategy() const {
+    return lane_atomics < 0 && branch_free < 0 && capture_only < 0 && uniform_check < 0 && prefetch < 0;
+  }
   // Policy::kHistSmem in templates/topk/policy.cuh.
   int hist_smem_bytes() const { return (2 + (cluster > 1 ? 2 : 0)) * (1 << radix_bits) * 4; }
   // Dynamic shared memory without the row cache (smem_layout_bytes in

@@ -45,7 +45,8 @@ KernelSource GenerateSource(const Config& c) {
   return all.empty() ? KernelSource{} : std::move(all.front());
 }
 
-KernelSource TopkKernelSource(const std::string& key, const std::string& policy, int hist_smem_bytes, int passes) {
+KernelSource TopkKernelSource(const std::string& key, const std::string& policy, int hist_smem_bytes, int passes,
+                              const std::string& extra_asserts) {
   KernelSource s;
   s.key = key;
   s.file_name = s.key + ".cu";
@@ -60,7 +61,7 @@ KernelSource TopkKernelSource(const std::string& key, const std::string& policy,
     << ", \"host and template disagree on the histogram shared memory\");\n"
     << "static_assert(P::kPasses == " << passes << ", \"host and template disagree on the digit passes\");\n"
     << "static_assert(sizeof(TopkArgs) == " << TOPK_ARGS_SIZE << ", \"TopkArgs layout\");\n"
-    << "}  // namespace topk_generated\n\n"
+    << extra_asserts << "}  // namespace topk_generated\n\n"
     << "template __global__ void " << s.name_expression << "(TopkArgs);\n";
   s.text = t.str();
   return FinishSource(std::move(s));

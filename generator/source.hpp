@@ -25,9 +25,12 @@ struct KernelSource {
 KernelSource GenerateSource(const Config& c);
 // The translation unit of one topk::topk_kernel instantiation (the template
 // in templates/topk/kernels.cuh that the radix and warp families share):
-// `policy` is the topk::Policy<...> type, and the static_asserts check that
-// host and template agree on the histogram bytes and the digit passes.
-KernelSource TopkKernelSource(const std::string& key, const std::string& policy, int hist_smem_bytes, int passes);
+// `policy` is the topk::Policy<...> (or topk::Strategy<...>) type, and the
+// static_asserts check that host and template agree on the histogram bytes
+// and the digit passes; `extra_asserts` (whole lines, about `P`) go beside
+// them.
+KernelSource TopkKernelSource(const std::string& key, const std::string& policy, int hist_smem_bytes, int passes,
+                              const std::string& extra_asserts = "");
 // Sets `s.hash` from its text and every embedded template.
 KernelSource FinishSource(KernelSource s);
 // The kernel that sorts finished rows (sorted output).

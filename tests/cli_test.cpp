@@ -246,7 +246,7 @@ TEST(CliHelpTest, EverySubcommandHelpNamesItsKeyOptions) {
       {"emit", {"--variant", "--default", "--shape", "--standalone", "--out", "--resources"}},
       {"tune",
        {"--preset", "--shapes", "--shape", "--budget", "--strategy", "--device", "--devices", "--shard", "--db",
-        "--timeout", "--l2", "--dist", "--retime", "--max-candidates", "--no-resume", "--json"}},
+        "--timeout", "--l2", "--dist", "--retime", "--max-candidates", "--no-resume", "--no-refine", "--json"}},
       {"show", {"--db", "--device-fingerprint", "--all", "--json"}},
       {"report", {"--db", "--out", "--device-fingerprint"}},
       {"verify", {"--db", "--device", "--json"}},

@@ -82,6 +82,22 @@ TEST(CompileAllTest, EveryKernelCompilesForSm90AndSm80) {
       for (const gen::Config& c : gen::EnumerateKernels(dt, *a)) srcs.push_back(gen::GenerateSource(c));
       srcs.push_back(gen::SortSource(dt));
       srcs.push_back(gen::TieSource(dt));
+      // topk::Strategy<> kernels (a tuned strategy switch): each switch
+      // flipped from its automatic rule on a one-CTA default, and one on a
+      // cluster default; their sources assert the host's rules.
+      if (std::string(arch) == "sm_90")
+        for (int64_t batch : {256, 64}) {
+          Problem p;
+          p.dtype = dt;
+          p.batch = batch;
+          p.n = 32768;
+          p.k = 2048;
+          const gen::Config def = gen::DefaultConfig(p, *a);
+          std::vector<gen::Config> refined = gen::RadixFamily().Refinements(def, p, *a);
+          EXPECT_GE(refined.size(), 4u) << def.Id();
+          if (batch == 64 && refined.size() > 1) refined.resize(1);
+          for (const gen::Config& c : refined) srcs.push_back(gen::GenerateSource(c));
+        }
     }
     int f = 0;
     // sm_90 binaries go to the shared directory for the GPU tests.

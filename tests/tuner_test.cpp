@@ -52,7 +52,12 @@ class FakeEvaluator final : public Evaluator {
       e.outcome = cache::Outcome::kWrongResult;
       return e;
     }
-    double t = 10 + std::abs(std::log2(c.block_threads / 1024.0)) + (c.radix_bits == 11 ? 0 : 2) +
+    // Strategy switches (set only by refinements): prefetch off pays, any
+    // other set switch costs.
+    const double strategy = (c.prefetch == 0 ? -0.3 : 0) + 0.2 * ((c.lane_atomics >= 0) + (c.branch_free >= 0) +
+                                                                  (c.capture_only >= 0) + (c.uniform_check >= 0) +
+                                                                  (c.prefetch == 1));
+    double t = strategy + 10 + std::abs(std::log2(c.block_threads / 1024.0)) + (c.radix_bits == 11 ? 0 : 2) +
                (c.half_first ? 1 : 0) + std::abs(std::log2(std::max(c.cluster, 1) / 2.0)) +
                (c.smem_buffer == 4096 ? 0 : 0.5) + (c.row_cache ? 0 : 0.7) + 0.1 * c.rounds;
     // One config looks fastest on its first measurement only: noise that
@@ -100,8 +105,9 @@ class TunerTest : public ::testing::Test {
     opt_.workdir = testing::TempPath("work");
     opt_.compile_threads = 2;
     // The search and re-timing mechanics on one input; the robust objective
-    // (more inputs per candidate) has a test of its own.
+    // (more inputs per candidate) and the refinements have tests of their own.
     opt_.objective = "normal";
+    opt_.refine = false;
   }
 
   StatusOr<ShapeSummary> Tune(const TuneOptions& o) {
@@ -154,6 +160,61 @@ TEST_F(TunerTest, ExhaustiveMeasuresEveryVariantOnceAndPicksTheBest) {
   EXPECT_GT((*w)->default_us, (*w)->median_us);
   // Kernels compile once each: far fewer compiles than variants.
   EXPECT_LT(compiler_.compiles.load(), static_cast<int>(space) / 4);
+}
+
+// After the search, the refinements of each family's best (radix: one
+// strategy switch flipped) are measured once and take part in the re-time:
+// here prefetch off pays, so the best with pf0 wins.
+TEST_F(TunerTest, RefinementsOfTheBestAreMeasuredOnceAfterTheSearch) {
+  opt_.strategy = "exhaustive";
+  opt_.refine = true;
+  std::vector<ProgressEvent> events;
+  Tuner t(cache_.get(), &compiler_, &eval_, Device(), gen::Arch::Sm90(), opt_);
+  auto s = t.TuneShape(Shape(), 0, 1, [&](const ProgressEvent& e) { events.push_back(e); });
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  const size_t space = gen::Enumerate(Shape(), gen::Arch::Sm90()).size();
+  const gen::Config best = Best();
+  const gen::RadixParams bp = gen::RadixParams::Of(best);
+  ASSERT_TRUE(bp.automatic_strategy());
+  ASSERT_TRUE(bp.auto_prefetch());  // so that its refinement turns prefetch off
+  const std::vector<gen::Config> refined = gen::RadixFamily().Refinements(best, Shape(), gen::Arch::Sm90());
+  ASSERT_FALSE(refined.empty());
+  // The filter family's best has no refinements; the radix best's are all measured.
+  EXPECT_EQ(static_cast<size_t>(s->evaluated), space + refined.size());
+  for (const gen::Config& r : refined) EXPECT_GE(eval_.calls[r.Id()], 1) << r.Id();
+  gen::Config pf0 = best;
+  pf0.Set("prefetch", 0);
+  EXPECT_EQ(s->winner_id, pf0.Id());
+  EXPECT_NE(s->winner_id.find("_pf0"), std::string::npos);
+  // After the search's events: the refinements' come last, before the re-time.
+  size_t variants = 0;
+  for (const ProgressEvent& e : events) variants += e.kind == ProgressEvent::kVariant;
+  EXPECT_EQ(variants, space + refined.size());
+  // A second run finds them measured: nothing new, the winner kept.
+  const auto calls = eval_.calls;
+  Tuner again(cache_.get(), &compiler_, &eval_, Device(), gen::Arch::Sm90(), opt_);
+  auto s2 = again.TuneShape(Shape(), 0, 1, nullptr);
+  ASSERT_TRUE(s2.ok());
+  EXPECT_EQ(s2->evaluated, 0);
+  EXPECT_EQ(s2->winner_id, pf0.Id());
+  EXPECT_EQ(eval_.calls, calls);
+}
+
+TEST_F(TunerTest, NoRefinementsWhenRefineIsOff) {
+  opt_.strategy = "exhaustive";
+  opt_.refine = false;
+  auto s = Tune(opt_);
+  ASSERT_TRUE(s.ok());
+  const size_t space = gen::Enumerate(Shape(), gen::Arch::Sm90()).size();
+  EXPECT_EQ(static_cast<size_t>(s->evaluated), space);
+  EXPECT_EQ(s->winner_id, Best().Id());
+  for (const auto& [id, n] : eval_.calls) {
+    auto c = gen::Config::FromId(id);
+    ASSERT_TRUE(c.ok()) << id;
+    if (c->family == "radix") {
+      EXPECT_TRUE(gen::RadixParams::Of(*c).automatic_strategy()) << id;
+    }
+  }
 }
 
 TEST_F(TunerTest, FailedVariantsNeverWin) {

@@ -35,13 +35,23 @@ void PrintSpaceTables(const std::vector<gen::Config>& space, size_t shown, const
     const gen::Family* f = gen::FindFamily(name);
     if (!f) continue;
     std::cout << "family " << name << ": " << f->summary() << "\n";
+    // A parameter at its implicit value in every row (a strategy switch left
+    // automatic) gets no column: the ids leave it out too.
+    const std::vector<gen::ParamSpec>& specs = f->params();
+    std::vector<bool> column(specs.size(), false);
+    for (size_t i = 0; i < shown; ++i)
+      if (space[i].family == name)
+        for (size_t j = 0; j < specs.size() && j < space[i].params.size(); ++j)
+          column[j] = column[j] || !specs[j].IsImplicit(space[i].params[j].second);
     std::vector<std::string> header = {"id"};
-    for (const gen::ParamSpec& ps : f->params()) header.push_back(ps.name);
+    for (size_t j = 0; j < specs.size(); ++j)
+      if (column[j]) header.push_back(specs[j].name);
     Table t(header);
     for (size_t i = 0; i < shown; ++i) {
       if (space[i].family != name) continue;
       std::vector<std::string> row = {space[i].Id() + (space[i] == def ? " *" : "")};
-      for (const auto& [param, value] : space[i].params) row.push_back(std::to_string(value));
+      for (size_t j = 0; j < space[i].params.size(); ++j)
+        if (j >= column.size() || column[j]) row.push_back(std::to_string(space[i].params[j].second));
       t.Add(std::move(row));
     }
     t.Print(std::cout);

@@ -152,6 +152,7 @@ struct TuneOpts {
   int retime = 3;
   int max_candidates = 0;
   bool no_resume = false;
+  bool no_refine = false;
   int compile_threads = 0;
   uint64_t seed = 1;
   std::string inject_faults;
@@ -205,6 +206,7 @@ int RunTune(const TuneOpts& o) {
   to.max_candidates = o.max_candidates;
   to.seed = o.seed;
   to.resume = !o.no_resume;
+  to.refine = !o.no_refine;
   to.compile_threads = o.compile_threads;
   to.dist = o.dist.empty() ? set.dist : o.dist;
   to.measure.l2_mode = o.l2.empty() ? set.l2_mode : o.l2;
@@ -501,6 +503,9 @@ Command AddTune(CLI::App& root) {
       ->check(IntegerIn(0, std::numeric_limits<int64_t>::max()))
       ->capture_default_str();
   app->add_flag("--no-resume", o->no_resume, "Measure every variant again instead of skipping finished ones");
+  app->add_flag("--no-refine", o->no_refine,
+                "Do not time the refinements of each family's best variant after the search (e.g. a radix "
+                "strategy switch flipped)");
   app->add_option("--objective", o->objective,
                   "How the winner is chosen: robust (also timed on shifted, plateau and 16-valued inputs; the least "
                   "max(time, worst adversarial time / 1.25)) or normal (the fastest on the benchmark input)")

@@ -93,7 +93,8 @@ std::string IdLegend(const Section& s) {
     if (!f) continue;
     std::string pattern = name + "_&lt;dtype&gt;", fields;
     for (const auto& p : f->params()) {
-      pattern += "_" + Esc(p.tag) + "&lt;" + Esc(p.name) + "&gt;";
+      const std::string field = "_" + Esc(p.tag) + "&lt;" + Esc(p.name) + "&gt;";
+      pattern += p.implicit ? "[" + field + "]" : field;  // left out at its implicit value
       fields += (fields.empty() ? "" : "; ") + std::string("<code>") + Esc(p.tag) + "</code> " + Esc(p.meaning);
     }
     h += "<p class=\"note idlegend\">Ids <code>" + pattern + "</code>: " + fields + ".</p>\n";

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "cache/jit_adapter.hpp"
+#include "generator/family.hpp"
 #include "generator/source.hpp"
 #include "jit/kernel_store.hpp"
 #include "tuner/presets.hpp"
@@ -345,6 +346,67 @@ StatusOr<ShapeSummary> Tuner::TuneShape(const Problem& p, int index, int count,
     ev.eta_s = budgeted ? std::max(0.0, opt_.budget_s - Seconds(search_t0))
                         : per * static_cast<double>(ev.total - done);
     if (progress) progress(ev);
+  }
+
+  // Refinements: configs close to each family's best in the space that the
+  // space leaves out (gen::Family::Refinements), measured once, after the
+  // search; extra to max_candidates and the budget.
+  if (opt_.refine && !std::isinf(best)) {
+    std::vector<cache::Measurement> ms;
+    {
+      std::lock_guard<std::mutex> l(cache_mu_);
+      TOPK_ASSIGN_OR_RETURN(ms, cache_->Measurements(device_.fingerprint, &p));
+    }
+    // The bases are the best of the space (not of earlier refinements), so
+    // that a resumed run finds the same refinements measured.
+    std::set<std::string> space_ids, measured;
+    for (const gen::Config& c : space) space_ids.insert(c.Id());
+    std::map<std::string, const cache::Measurement*> family_best;
+    for (const auto& m : ms) {
+      if (m.input_dist != opt_.dist || m.l2_mode != opt_.measure.l2_mode) continue;
+      measured.insert(m.variant_id);
+      if (m.outcome != cache::Outcome::kOk || !m.verified || m.median_us <= 0 || !space_ids.count(m.variant_id))
+        continue;
+      const cache::Measurement*& b = family_best[m.config.family];
+      if (!b || m.median_us < b->median_us) b = &m;
+    }
+    std::vector<gen::Config> refinements;
+    for (const auto& [family, m] : family_best) {
+      const gen::Family* f = gen::FindFamily(family);
+      if (!f) continue;
+      for (gen::Config& r : f->Refinements(m->config, p, arch_))
+        if (measured.insert(r.Id()).second) refinements.push_back(std::move(r));
+    }
+    for (const gen::Config& c : refinements) Submit(gen::GenerateSource(c));
+    ev.total += static_cast<int>(refinements.size());
+    for (const gen::Config& c : refinements) {
+      const std::string id = c.Id();
+      const auto te = Clock::now();
+      Status infra;
+      const EvalResult r = EvaluateConfig(c, id, gen::GenerateSource(c), p, true, &infra);
+      TOPK_RETURN_IF_ERROR(infra);
+      TOPK_RETURN_IF_ERROR(Record(c, id, p, r));
+      ++sum.outcomes[cache::OutcomeName(r.outcome)];
+      ++evaluated;
+      eval_seconds += Seconds(te);
+      const bool good = r.outcome == cache::Outcome::kOk && r.samples.median > 0;
+      if (good && r.samples.median < best) {
+        best = r.samples.median;
+        best_id = id;
+      }
+      ++done;
+      ev.kind = ProgressEvent::kVariant;
+      ev.done = done;
+      ev.resumed = sum.resumed;
+      ev.variant_id = id;
+      ev.outcome = r.outcome;
+      ev.median_us = r.samples.median;
+      ev.best_us = best;
+      ev.best_id = best_id;
+      ev.elapsed_s = Seconds(t0);
+      ev.eta_s = eval_seconds / evaluated * static_cast<double>(std::max(0, ev.total - done));
+      if (progress) progress(ev);
+    }
   }
   sum.evaluated = evaluated;
 

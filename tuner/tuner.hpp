@@ -23,7 +23,7 @@ namespace topk::tuner {
 struct TuneOptions {
   std::string strategy = "auto";  // "exhaustive", "budget", "auto"
   double budget_s = 30;           // per shape, for the budget strategy
-  int max_candidates = 0;         // per shape, any strategy (0: no limit)
+  int max_candidates = 0;         // per shape, any strategy (0: no limit); refinements are extra
   int retime_top = 3;             // re-time this many of the best at the end
   MeasureSettings measure;
   std::string dist = "normal";
@@ -48,6 +48,11 @@ struct TuneOptions {
   // Kernel families to search (gen::SpaceOptions::families); empty: all.
   // The default configuration is timed as the baseline whatever its family.
   std::vector<std::string> families;
+  // After the search, time the refinements of each family's best config
+  // (gen::Family::Refinements: e.g. a strategy switch flipped) that were not
+  // measured yet; they are extra to the strategy's candidates (budget and
+  // max_candidates do not count them) and then re-timed like any other.
+  bool refine = true;
 };
 
 struct ProgressEvent {
