@@ -269,6 +269,55 @@ class DeterministicTest(unittest.TestCase):
         topk_tune.clear_caches()
 
 
+@unittest.skipUnless(have_torch(), "needs torch to allocate the outputs")
+class DirectLaunchTest(unittest.TestCase):
+    """topk's launch after the plan lookup, with host tensors standing in
+    for the CUDA outputs: the input is described once, and the pointers
+    reach topk_plan_run (which refuses the NULL plan)."""
+
+    def test_describes_once_and_reaches_the_c_api(self):
+        import torch  # noqa: PLC0415
+
+        from topk_tune import _arrays, _functional  # noqa: PLC0415
+
+        class HostTorch:  # torch, allocating on the host
+            int32, float32, float16, bfloat16 = torch.int32, torch.float32, torch.float16, torch.bfloat16
+
+            @staticmethod
+            def empty(shape, dtype, device):
+                return torch.empty(shape, dtype=dtype)
+
+            @staticmethod
+            def device(*args):
+                return torch.device("cpu")
+
+        calls = []
+        real_describe, real_module = _functional.describe, _arrays.torch_module
+
+        def counting(x, what="input"):
+            calls.append(what)
+            return real_describe(x, what)
+
+        topk_tune.clear_caches()
+        _functional.describe, _arrays.torch_module = counting, lambda: HostTorch
+        try:
+            for values in (True, False):
+                calls.clear()
+                lib = PlanRecorder()
+                with self.assertRaises(TopkError) as cm:
+                    topk_tune.topk(FakeArray((4, 100)), 3, values=values, library=lib)
+                self.assertIn("plan is NULL", cm.exception.message)
+                self.assertEqual(calls, ["input"])
+                self.assertEqual(len(lib.calls), 1)
+            # Caller-given ranges are still checked.
+            with self.assertRaises(TopkError) as cm:
+                topk_tune.topk(FakeArray((4, 100)), 3, ranges=FakeArray((3, 2), "<i4"), library=PlanRecorder())
+            self.assertIn("ranges must be [batch, 2]", cm.exception.message)
+        finally:
+            _functional.describe, _arrays.torch_module = real_describe, real_module
+            topk_tune.clear_caches()
+
+
 class LengthsAndOutTest(unittest.TestCase):
     """What can be checked without torch: the argument combinations, and
     the refusal of lengths / row_starts / out that are not torch tensors.
