@@ -36,6 +36,25 @@ def same_values(x, idx, k, largest=True):
     return torch.equal(ref, got)
 
 
+def lowest_index_tie_mask(x, k, largest=True):
+    """[rows, n] bool: the elements a deterministic top-k takes, computed on
+    the host: those strictly better than the k-th value, then the lowest
+    indices equal to it up to k."""
+    x = x.float().cpu()
+    kth = torch.topk(x, k, dim=-1, largest=largest).values[:, -1:]
+    better = x > kth if largest else x < kth
+    ties = x == kth
+    need = k - better.sum(dim=-1, keepdim=True)
+    return better | (ties & (ties.int().cumsum(dim=-1) <= need))
+
+
+def index_mask(idx, n):
+    """[rows, n] bool of the indices in idx (int32 / int64 [rows, k])."""
+    idx = idx.long().cpu()
+    m = torch.zeros(idx.shape[0], n, dtype=torch.bool)
+    return m.scatter_(1, idx, True)
+
+
 class CaiOnly:
     """Exposes a tensor through __cuda_array_interface__ alone."""
 
@@ -276,6 +295,91 @@ class ApiTest(unittest.TestCase):
         # k > n pads.
         v, i = topk_tune.topk(torch.randn(2, 5, device="cuda"), 8, library=self.lib)
         self.assertEqual(int((i == -1).sum()), 6)
+
+    def tie_inputs(self):
+        g = torch.Generator(device="cuda").manual_seed(7)
+        yield "randint(0, 4)", torch.randint(0, 4, (8, 5000), device="cuda", generator=g).float(), 100
+        yield "all zero", torch.zeros(4, 3000, device="cuda"), 37
+        plateau = torch.randn(6, 4096, device="cuda", generator=g)
+        plateau[:, 1000:3000] = 0.5  # a plateau holding the k-th value
+        plateau[:, :1000] = plateau[:, :1000].clamp(max=0.4)
+        yield "plateau", plateau, 300
+
+    def test_deterministic_ties_take_the_lowest_indices(self):
+        for what, x, k in self.tie_inputs():
+            for dt in (torch.float32, torch.float16, torch.bfloat16):
+                for largest in (True, False):
+                    with self.subTest(input=what, dtype=dt, largest=largest):
+                        xd = x.to(dt)
+                        want = lowest_index_tie_mask(xd, k, largest)
+                        first = None
+                        for _ in range(20):
+                            v, i = topk_tune.topk(xd, k, largest=largest, deterministic=True)
+                            got = i.long().sort(dim=-1).values
+                            if first is None:
+                                first = got
+                                self.assertTrue(torch.equal(index_mask(i, xd.shape[-1]), want))
+                                self.assertTrue(torch.equal(torch.gather(xd, -1, i.long()), v))
+                            self.assertTrue(torch.equal(got, first))
+                        # sorted=True: one output, tensor for tensor.
+                        ref = topk_tune.topk(xd, k, largest=largest, sorted=True, deterministic=True)
+                        self.assertTrue(torch.equal(index_mask(ref.indices, xd.shape[-1]), want))
+                        for _ in range(20):
+                            out = topk_tune.topk(xd, k, largest=largest, sorted=True, deterministic=True)
+                            self.assertTrue(torch.equal(out.values, ref.values))
+                            self.assertTrue(torch.equal(out.indices, ref.indices))
+
+    def test_deterministic_plan(self):
+        x = torch.randint(0, 4, (8, 5000), device="cuda").float()
+        plan = self.lib.plan("f32", 8, 5000, 100, deterministic=True, values=True)
+        plain = self.lib.plan("f32", 8, 5000, 100, values=True)
+        self.assertTrue(plan.deterministic)
+        self.assertTrue(plan.problem["deterministic"])
+        self.assertIn("deterministic", repr(plan))
+        self.assertEqual(plan.variant, plain.variant)  # the tie pass follows whichever kernel dispatch picks
+        want = lowest_index_tie_mask(x, 100)
+        for _ in range(20):
+            v, i = plan(x)
+            self.assertTrue(torch.equal(index_mask(i, 5000), want))
+        like = self.lib.plan_like(x, 100, deterministic=True)
+        self.assertTrue(like.deterministic)
+        self.assertTrue(torch.equal(index_mask(like(x), 5000), want))
+
+    def test_deterministic_ops(self):
+        x = torch.randint(0, 4, (8, 5000), device="cuda").float()
+        want = lowest_index_tie_mask(x, 100)
+        ref = torch.ops.topk_tune.topk(x, 100, deterministic=True)
+        self.assertTrue(torch.equal(index_mask(ref[1], 5000), want))
+        for _ in range(20):
+            v, i = torch.ops.topk_tune.topk(x, 100, deterministic=True)
+            self.assertTrue(torch.equal(v, ref[0]) and torch.equal(i, ref[1]))
+            self.assertTrue(torch.equal(torch.ops.topk_tune.topk_values(x, 100, deterministic=True), ref[0]))
+        ln = torch.full((8,), 5000, dtype=torch.int32, device="cuda")
+        v, i = torch.ops.topk_tune.topk_ranged(x, 100, lengths=ln, deterministic=True)
+        self.assertTrue(torch.equal(i, ref[1]))
+        # None follows torch.use_deterministic_algorithms.
+        was = torch.are_deterministic_algorithms_enabled()
+        try:
+            torch.use_deterministic_algorithms(True)
+            v, i = torch.ops.topk_tune.topk(x, 100)
+            self.assertTrue(torch.equal(i, ref[1]))
+            v, i = topk_tune.topk(x, 100, sorted=True, index_dtype=torch.int64)
+            self.assertTrue(torch.equal(i, ref[1]))
+        finally:
+            torch.use_deterministic_algorithms(was)
+        # k above the kernels' sorting limit: sorted with torch, ties by index.
+        from topk_tune._ops import MAX_SORTED_K  # noqa: PLC0415
+
+        k = MAX_SORTED_K + 1000
+        big = torch.randint(0, 4, (2, 3 * k), device="cuda").float()
+        want = lowest_index_tie_mask(big, k)
+        ref = torch.ops.topk_tune.topk(big, k, deterministic=True)
+        self.assertTrue(torch.equal(index_mask(ref[1], 3 * k), want))
+        key = ref[0].double() * (8 * k) - ref[1].double()  # value descending, then index ascending
+        self.assertTrue(bool((key[:, :-1] > key[:, 1:]).all()))
+        for _ in range(5):
+            v, i = torch.ops.topk_tune.topk(big, k, deterministic=True)
+            self.assertTrue(torch.equal(v, ref[0]) and torch.equal(i, ref[1]))
 
     def test_cuda_array_interface_input(self):
         x = torch.randn(8, 3000, device="cuda")

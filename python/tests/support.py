@@ -33,12 +33,12 @@ class FakeLibrary:
 
 
 def make_plan(dtype="f32", batch=4, n=100, k=10, row_stride=0, largest=True, ranges=False, values=False,
-              sorted=False):
+              sorted=False, deterministic=False):
     """A Plan with no C handle: validation runs in Python as usual, and
     whatever passes it reaches topk_plan_run, which rejects the NULL plan
     (TOPK_INVALID_ARGUMENT "plan is NULL") without launching anything."""
     problem = {"dtype": dtype, "batch": batch, "n": n, "k": k, "row_stride": row_stride, "largest": largest,
-               "ranges": ranges, "values": values, "sorted": sorted}
+               "ranges": ranges, "values": values, "sorted": sorted, "deterministic": deterministic}
     return Plan(FakeLibrary(), None, problem)
 
 

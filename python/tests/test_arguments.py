@@ -37,7 +37,7 @@ class PlanRecorder:
     def plan(self, dtype, batch, n, k, **kw):
         self.calls.append((dtype, batch, n, k, kw))
         return make_plan(dtype, batch, n, k, row_stride=kw.get("row_stride", 0), ranges=kw.get("ranges", False),
-                         values=kw.get("values", False))
+                         values=kw.get("values", False), deterministic=kw.get("deterministic", False))
 
 
 def closed_library():
@@ -204,6 +204,118 @@ class PlanIntegersTest(unittest.TestCase):
         with self.assertRaises(TopkError) as cm:
             p.run_into(x, out, stream=2 ** 64 - 1)
         self.assertIn("plan is NULL", cm.exception.message)
+
+
+class DeterministicTest(unittest.TestCase):
+    """deterministic: a bool (None too for topk, where it means torch's
+    deterministic-algorithms setting for torch tensors), passed to the plan
+    and part of the plan cache's key."""
+
+    def test_plan_takes_a_bool_only(self):
+        for bad in (1, 0, "yes", 2.0):
+            with self.subTest(deterministic=bad):
+                with self.assertRaises(TypeError) as cm:
+                    closed_library().plan("f32", 4, 100, 3, deterministic=bad)
+                self.assertIsInstance(cm.exception, TopkError)
+                self.assertIn("deterministic must be a bool", cm.exception.message)
+        with self.assertRaises(TypeError):
+            closed_library().plan("f32", 4, 100, 3, deterministic=None)
+        for good in (True, False):
+            with self.assertRaises(TopkError) as cm:
+                closed_library().plan("f32", 4, 100, 3, deterministic=good)
+            self.assertEqual(cm.exception.code, Code.FAILED_PRECONDITION)
+
+    def test_plan_shows_it(self):
+        p = make_plan(deterministic=True, values=True)
+        self.assertIs(p.deterministic, True)
+        self.assertIs(p.problem["deterministic"], True)
+        self.assertEqual(p.problem["k"], 10)
+        self.assertIn(" deterministic", repr(p))
+        q = make_plan()
+        self.assertIs(q.deterministic, False)
+        self.assertNotIn("deterministic", repr(q))
+
+    def topk_calls(self, **kw):
+        topk_tune.clear_caches()  # a new recorder may reuse a dead one's id(), part of the cache key
+        lib = PlanRecorder()
+        with self.assertRaises(Exception):  # noqa: B017 (stopped after planning: no torch / GPU / C plan)
+            topk_tune.topk(FakeArray((4, 100)), 3, library=lib, **kw)
+        return lib.calls
+
+    def test_topk_passes_it_to_the_plan(self):
+        self.assertIs(self.topk_calls(deterministic=True)[0][4]["deterministic"], True)
+        self.assertIs(self.topk_calls(deterministic=False)[0][4]["deterministic"], False)
+        # None: False for a non-torch array, whatever torch's setting.
+        self.assertIs(self.topk_calls()[0][4]["deterministic"], False)
+
+    def test_topk_refuses_a_non_bool(self):
+        lib = PlanRecorder()
+        for bad in (1, "true"):
+            with self.assertRaises(TypeError) as cm:
+                topk_tune.topk(FakeArray((4, 100)), 3, library=lib, deterministic=bad)
+            self.assertIn("deterministic must be a bool or None", cm.exception.message)
+        self.assertEqual(lib.calls, [])
+
+    def test_plan_cache_keys_on_it(self):
+        from topk_tune import _functional  # noqa: PLC0415
+
+        topk_tune.clear_caches()
+        lib = PlanRecorder()
+        for d in (False, True, False, True):
+            with self.assertRaises(Exception):  # noqa: B017
+                topk_tune.topk(FakeArray((4, 100)), 3, library=lib, deterministic=d)
+        self.assertEqual([c[4]["deterministic"] for c in lib.calls], [False, True])
+        self.assertEqual(sorted(key[-1] for key in _functional._plans), [False, True])
+        topk_tune.clear_caches()
+
+
+@unittest.skipUnless(have_torch(), "needs torch to allocate the outputs")
+class DirectLaunchTest(unittest.TestCase):
+    """topk's launch after the plan lookup, with host tensors standing in
+    for the CUDA outputs: the input is described once, and the pointers
+    reach topk_plan_run (which refuses the NULL plan)."""
+
+    def test_describes_once_and_reaches_the_c_api(self):
+        import torch  # noqa: PLC0415
+
+        from topk_tune import _arrays, _functional  # noqa: PLC0415
+
+        class HostTorch:  # torch, allocating on the host
+            int32, float32, float16, bfloat16 = torch.int32, torch.float32, torch.float16, torch.bfloat16
+
+            @staticmethod
+            def empty(shape, dtype, device):
+                return torch.empty(shape, dtype=dtype)
+
+            @staticmethod
+            def device(*args):
+                return torch.device("cpu")
+
+        calls = []
+        real_describe, real_module = _functional.describe, _arrays.torch_module
+
+        def counting(x, what="input"):
+            calls.append(what)
+            return real_describe(x, what)
+
+        topk_tune.clear_caches()
+        _functional.describe, _arrays.torch_module = counting, lambda: HostTorch
+        try:
+            for values in (True, False):
+                calls.clear()
+                lib = PlanRecorder()
+                with self.assertRaises(TopkError) as cm:
+                    topk_tune.topk(FakeArray((4, 100)), 3, values=values, library=lib)
+                self.assertIn("plan is NULL", cm.exception.message)
+                self.assertEqual(calls, ["input"])
+                self.assertEqual(len(lib.calls), 1)
+            # Caller-given ranges are still checked.
+            with self.assertRaises(TopkError) as cm:
+                topk_tune.topk(FakeArray((4, 100)), 3, ranges=FakeArray((3, 2), "<i4"), library=PlanRecorder())
+            self.assertIn("ranges must be [batch, 2]", cm.exception.message)
+        finally:
+            _functional.describe, _arrays.torch_module = real_describe, real_module
+            topk_tune.clear_caches()
 
 
 class LengthsAndOutTest(unittest.TestCase):

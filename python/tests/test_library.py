@@ -164,6 +164,45 @@ class ErrorTest(unittest.TestCase):
         self.assertIn(cm.exception.code, (Code.UNAVAILABLE, Code.NOT_FOUND))
 
 
+HEADER = os.path.join(PYTHON_DIR, "..", "include", "topk", "topk.h")
+
+
+def header_struct_fields(name):
+    """The field names of `typedef struct name {...}` in topk.h, in order."""
+    import re  # noqa: PLC0415
+
+    with open(HEADER) as f:
+        text = f.read()
+    body = re.search(r"typedef struct " + name + r" \{(.*?)\} " + name + ";", text, re.S).group(1)
+    body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+    return [re.search(r"(\w+)\s*$", decl.strip()).group(1) for decl in body.split(";") if decl.strip()]
+
+
+@unittest.skipUnless(os.path.isfile(HEADER), "no include/topk/topk.h beside python/ (not a source tree)")
+class StructLayoutTest(unittest.TestCase):
+    """The ctypes mirrors of topk.h's structs: the same fields in the same
+    order, and the size the C library writes."""
+
+    def test_field_order_matches_the_header(self):
+        self.assertEqual([f[0] for f in _capi.Problem._fields_], header_struct_fields("topk_problem"))
+        self.assertEqual([f[0] for f in _capi.Options._fields_], header_struct_fields("topk_options"))
+        self.assertEqual(_capi.Problem._fields_[-1][0], "deterministic")
+
+    def test_problem_init_writes_exactly_the_mirror(self):
+        # topk_problem_init memsets sizeof(topk_problem): a mirror that is
+        # too small lets it write past the end, one too large leaves bytes
+        # untouched. Fill a larger buffer with a pattern and look.
+        import ctypes  # noqa: PLC0415
+
+        size = ctypes.sizeof(_capi.Problem)
+        buf = (ctypes.c_ubyte * (size + 32))(*([0xAB] * (size + 32)))
+        _capi.capi().topk_problem_init(ctypes.cast(buf, ctypes.POINTER(_capi.Problem)))
+        self.assertEqual(bytes(buf[size:]), b"\xab" * 32, "topk_problem_init wrote past the ctypes Problem")
+        self.assertNotEqual(bytes(buf[size - 4:size]), b"\xab" * 4, "the last field was not written by C")
+        p = _capi.Problem.from_buffer_copy(bytes(buf[:size]))
+        self.assertEqual((p.dtype, p.batch, p.largest, p.sorted, p.deterministic), (0, 1, 1, 0, 0))
+
+
 class CachePathTest(unittest.TestCase):
     def setUp(self):
         self.saved = {k: os.environ.get(k) for k in ("TOPK_TUNE_DB", "XDG_CACHE_HOME", "HOME")}

@@ -117,6 +117,73 @@ class OpsMetaTest(unittest.TestCase):
         self.assertRaisesIn(ValueError, lambda: ops.topk_ranged(x, 3, ranges=torch.zeros((4, 2), dtype=torch.int32)), "ranges is on cpu")
         self.assertRaisesIn(ValueError, lambda: ops.topk_ranged(x, 101, ranges=rg), "k = 101")
 
+    def test_deterministic_in_the_schema(self):
+        for name in ("topk", "topk_ranged", "topk_values"):
+            schema = str(getattr(torch.ops.topk_tune, name).default._schema)
+            self.assertIn("bool? deterministic=None", schema, schema)
+
+    def test_deterministic_on_meta(self):
+        x = self.x(64, 1000)
+        for d in (None, True, False):
+            with self.subTest(deterministic=d):
+                v, i = torch.ops.topk_tune.topk(x, 8, deterministic=d)
+                self.check(i, (64, 8), torch.int64)
+                v, i = torch.ops.topk_tune.topk(x, 8, -1, True, True, d)  # positionally too
+                self.check(v, (64, 8), torch.float32)
+                vo = torch.ops.topk_tune.topk_values(x, 8, deterministic=d)
+                self.check(vo, (64, 8), torch.float32)
+                ln = torch.empty((64,), dtype=torch.int32, device="meta")
+                v, i = torch.ops.topk_tune.topk_ranged(x, 8, lengths=ln, deterministic=d)
+                self.check(i, (64, 8), torch.int64)
+        with self.assertRaises(Exception):  # noqa: B017 (the schema refuses a non-bool)
+            torch.ops.topk_tune.topk(x, 8, deterministic="yes")
+
+    def test_none_follows_torch_deterministic_algorithms(self):
+        from topk_tune._functional import resolve_deterministic  # noqa: PLC0415
+
+        t = torch.zeros(3)
+        was = torch.are_deterministic_algorithms_enabled()
+        try:
+            torch.use_deterministic_algorithms(True)
+            self.assertIs(resolve_deterministic(None, t), True)
+            self.assertIs(resolve_deterministic(False, t), False)
+            self.assertIs(resolve_deterministic(None, object()), False)  # not a torch tensor
+            torch.use_deterministic_algorithms(False)
+            self.assertIs(resolve_deterministic(None, t), False)
+            self.assertIs(resolve_deterministic(True, t), True)
+        finally:
+            torch.use_deterministic_algorithms(was)
+
+    def test_big_k_sort_orders_ties_by_index(self):
+        # The torch-side sort for k > MAX_SORTED_K (pure torch: runs on the
+        # host here): with deterministic, any order of one index set gives
+        # one output, ties in index order.
+        from topk_tune._ops import MAX_SORTED_K, _sort_big  # noqa: PLC0415
+
+        k = MAX_SORTED_K + 100
+        g = torch.Generator().manual_seed(1)
+        idx = torch.randperm(3 * k, generator=g)[:k].sort().values
+        row = torch.randint(0, 4, (3 * k,), generator=g).float()
+        vals = row[idx]
+        for largest in (True, False):
+            want = None
+            for trial in range(3):
+                perm = torch.randperm(k, generator=g)
+                v, i = _sort_big(vals[perm].view(1, k), idx[perm].view(1, k), 1, largest, True, k, True)
+                # Sorted by value, ties by ascending index.
+                key = (v[0].double() * (1 if largest else -1)) * (4 * k) - i[0].double()
+                self.assertTrue(bool((key[:-1] >= key[1:]).all()), (largest, trial))
+                self.assertTrue(torch.equal(row[i[0]], v[0]))  # the pairs stay together
+                if want is None:
+                    want = (v, i)
+                self.assertTrue(torch.equal(want[0], v) and torch.equal(want[1], i))
+                self.assertTrue(v.is_contiguous() and i.is_contiguous())
+        # Up to MAX_SORTED_K, or unsorted, it leaves the library's output alone.
+        v, i = vals[:10].view(1, 10), idx[:10].view(1, 10)
+        self.assertTrue(torch.equal(_sort_big(v, i, 1, True, True, 10, True)[1], i))
+        self.assertTrue(torch.equal(_sort_big(vals.view(1, -1)[:, :k], idx.view(1, -1), 1, True, False, k, True)[1],
+                                    idx.view(1, -1)))
+
     def test_host_tensors_are_refused(self):
         x = torch.zeros(4, 100)
         for call in (lambda: torch.ops.topk_tune.topk(x, 3), lambda: torch.ops.topk_tune.topk_values(x, 3),

@@ -87,6 +87,19 @@ class ArgumentTypeError(TopkError, TypeError):
         return (type(self), (self.message,))
 
 
+def as_flag(value, name, allow_none=False):
+    """`value` as a bool: True / False (or a NumPy bool), and None when
+    `allow_none`; anything else (1, "yes") raises ArgumentTypeError rather
+    than being read by its truthiness."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool):
+        return value
+    if type(value).__name__ in ("bool_", "bool8"):
+        return bool(value)
+    raise _type_error(f"{name} must be a bool{' or None' if allow_none else ''}, got {type(value).__name__} {value!r}")
+
+
 def _invalid(message):
     return InvalidArgumentError("invalid_argument: " + message)
 
@@ -216,6 +229,7 @@ class Problem(ctypes.Structure):
         ("ranges", ctypes.c_int),
         ("values", ctypes.c_int),
         ("sorted", ctypes.c_int),
+        ("deterministic", ctypes.c_int),  # last, as in topk.h
     ]
 
 

@@ -5,8 +5,8 @@ import threading
 
 from . import _arrays
 from ._arrays import TopkResult, describe
-from ._capi import INT32_MAX, _invalid, _type_error, as_int
-from ._library import Library
+from ._capi import INT32_MAX, _invalid, _type_error, as_flag, as_int
+from ._library import Library, _stream_handle
 
 _MAX_PLANS = 256
 _lock = threading.Lock()
@@ -22,8 +22,7 @@ def default_library(device=None):
         from ._library import _default_device  # noqa: PLC0415
 
         device = _default_device()
-    with _lock:
-        lib = _libraries.get(device)
+    lib = _libraries.get(device)  # a dict read is atomic; the lock guards the insertion
     if lib is None:
         lib = Library(device=device)  # outside the lock: may take a while
         with _lock:
@@ -39,13 +38,17 @@ def clear_caches():
         _libraries.clear()
 
 
-def _plan(lib, key, make):
+def _plan(lib, key, dtype, rows, n, stride, k, largest, ranged, values, sorted, deterministic):
+    """The cached plan for `key`, made on the first call (outside the lock:
+    planning may compile). Least recently used plans are dropped past
+    _MAX_PLANS."""
     with _lock:
         plan = _plans.get(key)
         if plan is not None:
             _plans.move_to_end(key)
             return plan
-    plan = make()
+    plan = lib.plan(dtype, rows, n, k, row_stride=stride if stride != n else 0, largest=largest, ranges=ranged,
+                    values=values, sorted=sorted, deterministic=deterministic)
     with _lock:
         plan = _plans.setdefault(key, plan)
         _plans.move_to_end(key)
@@ -54,8 +57,22 @@ def _plan(lib, key, make):
     return plan
 
 
+def resolve_deterministic(deterministic, x):
+    """The deterministic flag for a call on `x`: a bool as given; None is
+    torch.are_deterministic_algorithms_enabled() for torch tensors (torch
+    is loaded then), else False."""
+    deterministic = as_flag(deterministic, "deterministic", allow_none=True)
+    if deterministic is None:
+        if _arrays._is_torch_tensor(x):
+            import torch  # noqa: PLC0415 (loaded: x is a tensor)
+
+            return bool(torch.are_deterministic_algorithms_enabled())
+        return False
+    return deterministic
+
+
 def topk(x, k, dim=-1, largest=True, sorted=False, ranges=None, values=True, library=None, index_dtype=None,
-         stream=None, *, lengths=None, row_starts=None, out=None):
+         stream=None, *, lengths=None, row_starts=None, out=None, deterministic=None):
     """Like torch.topk(x, k, dim, largest, sorted): returns
     TopkResult(values, indices).
 
@@ -75,7 +92,13 @@ def topk(x, k, dim=-1, largest=True, sorted=False, ranges=None, values=True, lib
     - k larger than the row (or its range) is allowed: missing entries are
       index -1 and the dtype's lowest finite value;
     - sorted defaults to False (torch: True); ties at the k-th value may
-      pick any of the tied elements;
+      pick any of the tied elements unless deterministic;
+    - deterministic: among elements equal to the k-th value the lowest
+      indices are taken, so one input gives one index set on every call,
+      stream and GPU (with sorted=True, one output); it costs a tie pass
+      after the selection. None (the default) means
+      torch.are_deterministic_algorithms_enabled() when x is a torch tensor,
+      else False;
     - out=(values, indices): torch tensors of the result's shape that the
       result is written into (and returned); values of x's dtype, indices
       int32 or int64 (int64 implies index_dtype=torch.int64); values=False
@@ -95,6 +118,7 @@ def topk(x, k, dim=-1, largest=True, sorted=False, ranges=None, values=True, lib
     """
     k = as_int(k, "k", minimum=0, maximum=INT32_MAX)
     dim = as_int(dim, "dim", maximum=None)
+    deterministic = resolve_deterministic(deterministic, x)
     if out is not None:
         if not isinstance(out, (tuple, list)) or len(out) != 2:
             raise _type_error(f"out must be a pair (values, indices), got {type(out).__name__}")
@@ -102,7 +126,7 @@ def topk(x, k, dim=-1, largest=True, sorted=False, ranges=None, values=True, lib
             raise _invalid("out[0] (values) must be None when values=False")
     if _arrays._is_torch_tensor(x):
         return _topk_torch(x, k, dim, largest, sorted, ranges, lengths, row_starts, values, library, index_dtype,
-                           stream, out)
+                           stream, out, deterministic)
     info = describe(x)
     if dim not in (-1, len(info.shape) - 1):
         raise _invalid("for __cuda_array_interface__ inputs only the last dimension (dim=-1) is supported")
@@ -112,7 +136,7 @@ def topk(x, k, dim=-1, largest=True, sorted=False, ranges=None, values=True, lib
     if out is not None:
         index_dtype = _check_out(out, shape, _TORCH_NAME[info.dtype] if info.dtype in _TORCH_NAME else info.dtype,
                                  info.device, values, index_dtype)
-    val, idx = _run(info, x, rows, n, stride, k, largest, sorted, ranges, values, library, stream)
+    val, idx = _run(info, rows, n, stride, k, largest, sorted, ranges, values, library, stream, deterministic)
     val = val.reshape(shape) if val is not None else None
     return _finish(val, idx.reshape(shape), index_dtype, out)
 
@@ -160,7 +184,8 @@ def _finish(val, idx, index_dtype, out):
     return TopkResult(val, idx)
 
 
-def _topk_torch(x, k, dim, largest, sorted, ranges, lengths, row_starts, values, library, index_dtype, stream, out):
+def _topk_torch(x, k, dim, largest, sorted, ranges, lengths, row_starts, values, library, index_dtype, stream, out,
+                deterministic):
     if x.dim() == 0:
         raise _invalid("topk of a 0-d tensor")
     d = dim % x.dim() if -x.dim() <= dim < x.dim() else None
@@ -192,7 +217,8 @@ def _topk_torch(x, k, dim, largest, sorted, ranges, lengths, row_starts, values,
         vout, iout = out
         if iout.dtype == torch.int32 and iout.is_contiguous() and (not values or vout.is_contiguous()):
             outputs = (vout.view(rows, k), iout.view(rows, k)) if values else iout.view(rows, k)
-    val, idx = _run(info, x, rows, n, stride, k, largest, sorted, ranges, values, library, stream, outputs)
+    val, idx = _run(info, rows, n, stride, k, largest, sorted, ranges, values, library, stream, deterministic,
+                    outputs, ranges_checked=lengths is not None)
     idx = idx.reshape(lead + (k,))
     if val is not None:
         val = val.reshape(lead + (k,))
@@ -202,16 +228,59 @@ def _topk_torch(x, k, dim, largest, sorted, ranges, lengths, row_starts, values,
     return _finish(val, idx, index_dtype, out)
 
 
-def _run(info, x, rows, n, stride, k, largest, sorted, ranges, values, library, stream, outputs=None):
+_VALUE_DTYPES = {}  # "f32" -> torch.float32, ..., filled on first use
+
+
+def _current_stream(torch, device):
+    """torch's current stream on `device` as an int handle."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw(device)
+    return torch.cuda.current_stream(device).cuda_stream
+
+
+def _run(info, rows, n, stride, k, largest, sorted, ranges, values, library, stream, deterministic, outputs=None,
+         ranges_checked=False):
     """(values or None, indices), each [rows, k]: into `outputs` when given
-    (the plan's form), else into new tensors."""
+    (the plan's form, already checked by the caller: _check_out), else into
+    new tensors.
+
+    The plan is made for exactly info's dtype, rows, n and stride, so what
+    Plan.run_into would check again (input dtype, shape and stride, the
+    outputs it allocates here) is known to hold: the launch goes straight to
+    the C API with the pointers. Ranges are checked unless they were made
+    here from lengths (`ranges_checked`)."""
     lib = library if library is not None else default_library(info.device)
     key = (id(lib), lib.device, info.dtype, rows, n, stride, k, bool(largest), ranges is not None, bool(values),
-           bool(sorted))
-    plan = _plan(lib, key, lambda: lib.plan(info.dtype, rows, n, k, row_stride=stride if stride != n else 0,
-                                            largest=largest, ranges=ranges is not None, values=values,
-                                            sorted=sorted))
+           bool(sorted), bool(deterministic))
+    plan = _plan(lib, key, info.dtype, rows, n, stride, k, largest, ranges is not None, values, sorted,
+                 deterministic)
+    device = info.device if info.device is not None else lib.device
+    if info.device is not None and info.device != lib.device:
+        raise _invalid(f"input is on cuda:{info.device}, the plan's library on cuda:{lib.device}")
+    torch = _arrays.torch_module()
     if outputs is None:
-        outputs = plan.allocate_outputs(batch=rows, device=info.device if info.device is not None else lib.device)
-    out = plan.run_into(x, outputs, ranges=ranges, stream=stream)
-    return (out[0], out[1]) if values else (None, out)
+        dev = info.torch.device if info.torch is not None else torch.device("cuda", device)
+        idx = torch.empty((rows, k), dtype=torch.int32, device=dev)
+        if values:
+            vdt = _VALUE_DTYPES.get(info.dtype)
+            if vdt is None:
+                vdt = _VALUE_DTYPES.setdefault(info.dtype, {"f32": torch.float32, "f16": torch.float16,
+                                                            "bf16": torch.bfloat16}[info.dtype])
+            val = torch.empty((rows, k), dtype=vdt, device=dev)
+    elif values:
+        val, idx = outputs
+    else:
+        val, idx = None, outputs
+    if ranges is None:
+        rg_ptr = 0
+    elif ranges_checked:
+        rg_ptr = ranges.data_ptr()
+    else:
+        rg_ptr = plan._check_ranges(ranges, rows, info.device)
+    if stream is None and info.torch is not None:
+        s = _current_stream(torch, device)
+    else:
+        s = _stream_handle(stream, info, lib.device)
+    plan._launch_checked(info.ptr, rg_ptr, idx.data_ptr(), val.data_ptr() if values else 0, rows, s)
+    return (val, idx) if values else (None, idx)

@@ -8,7 +8,7 @@ import weakref
 
 from . import _arrays
 from ._arrays import DTYPES, describe, dtype_name
-from ._capi import INT32_MAX, Code, Options, Problem, TopkError, _invalid, _type_error, as_int, capi, check
+from ._capi import INT32_MAX, Code, Options, Problem, TopkError, _invalid, _type_error, as_flag, as_int, capi, check
 
 DISPATCH_NAMES = ("exact", "nearest", "default")
 
@@ -92,7 +92,8 @@ class Plan:
     prepared; calling the plan only validates the arguments and launches.
 
     Attributes: dtype ("f32"/"f16"/"bf16"), batch, n, k, row_stride, largest,
-    ranges, values, sorted (the problem); variant (kernel id), dispatch
+    ranges, values, sorted, deterministic (the problem, also as the dict
+    `problem`); variant (kernel id), dispatch
     ("exact", "nearest" or "default"), tuned_shape, tuned_median_us, plan_ms,
     binary_from_cache; library.
     """
@@ -109,6 +110,7 @@ class Plan:
         self.ranges = problem["ranges"]
         self.values = problem["values"]
         self.sorted = problem["sorted"]
+        self.deterministic = bool(problem.get("deterministic", False))
         dll = capi()
         h = handle.value if handle is not None else None
         if h:
@@ -123,6 +125,15 @@ class Plan:
             self.dispatch, self.variant, self.tuned_shape = "default", "", ""
             self.tuned_median_us, self.binary_from_cache, self.plan_ms = 0.0, False, 0.0
         self._run = dll.topk_plan_run
+
+    _PROBLEM_FIELDS = ("dtype", "batch", "n", "k", "row_stride", "largest", "ranges", "values", "sorted",
+                       "deterministic")
+
+    @property
+    def problem(self):
+        """The planned problem as a dict (dtype, batch, n, k, row_stride,
+        largest, ranges, values, sorted, deterministic)."""
+        return {f: getattr(self, f) for f in self._PROBLEM_FIELDS}
 
     # --- running -------------------------------------------------------------------
 
@@ -251,9 +262,15 @@ class Plan:
             val_ptr = 0
         rg_ptr = self._check_ranges(ranges, batch, device)
         s = _stream_handle(stream, info, self.library.device)
+        self._launch_checked(info.ptr, rg_ptr, idx_ptr, val_ptr, batch, s)
+
+    def _launch_checked(self, x_ptr, rg_ptr, idx_ptr, val_ptr, batch, stream):
+        """topk_plan_run with pointers (ints, 0 for none) that the caller has
+        already checked against this plan: no Python validation here (the C
+        API still checks the handle and the pointers)."""
         h = self._handle.value if self._handle is not None else None
         err = ctypes.c_void_p()
-        code = self._run(h, info.ptr or None, rg_ptr or None, idx_ptr or None, val_ptr or None, batch, s or None,
+        code = self._run(h, x_ptr or None, rg_ptr or None, idx_ptr or None, val_ptr or None, batch, stream or None,
                          ctypes.byref(err))
         if code:
             check(code, err)
@@ -275,7 +292,7 @@ class Plan:
 
     def __repr__(self):
         flags = ("largest" if self.largest else "smallest") + "".join(
-            f" {f}" for f in ("ranges", "values", "sorted") if getattr(self, f))
+            f" {f}" for f in ("ranges", "values", "sorted", "deterministic") if getattr(self, f))
         return (f"<topk_tune.Plan {self.dtype} {self.batch}x{self.n} k={self.k} {flags}: "
                 f"{self.variant} ({self.dispatch})>")
 
@@ -327,11 +344,18 @@ class Library:
         self.warnings = dll.topk_library_warnings(h).decode()
         self.device_description = dll.topk_library_device(h).decode()
 
-    def plan(self, dtype, batch, n, k, row_stride=0, largest=True, ranges=False, values=False, sorted=False):
+    def plan(self, dtype, batch, n, k, row_stride=0, largest=True, ranges=False, values=False, sorted=False,
+             deterministic=False):
         """Plans a [batch, n] top-k of dtype ("f32", "f16", "bf16", or a
         torch dtype): chooses the kernel (tuned for this shape, the nearest
         tuned shape, or the default), loads or compiles it. Returns a Plan.
-        TopkError(INVALID_ARGUMENT) for k < 0, n < 1, row_stride < n, ..."""
+        TopkError(INVALID_ARGUMENT) for k < 0, n < 1, row_stride < n, ...
+
+        deterministic (a bool): among elements equal to the k-th value the
+        lowest indices are taken, so one input gives one index set on every
+        call, stream and GPU (with sorted=True, one output). A tie pass runs
+        after the selection kernel; the kernel (variant) is the same."""
+        deterministic = as_flag(deterministic, "deterministic")
         dt = dtype_name(dtype)
         batch = as_int(batch, "batch", minimum=0, maximum=INT32_MAX)
         n = as_int(n, "n", minimum=1, maximum=INT32_MAX)
@@ -343,8 +367,10 @@ class Library:
         p.dtype = DTYPES[dt]
         p.batch, p.n, p.k, p.row_stride = batch, n, k, row_stride
         p.largest, p.ranges, p.values, p.sorted = (1 if f else 0 for f in (largest, ranges, values, sorted))
+        p.deterministic = 1 if deterministic else 0
         problem = {"dtype": dt, "batch": p.batch, "n": p.n, "k": p.k, "row_stride": p.row_stride,
-                   "largest": bool(largest), "ranges": bool(ranges), "values": bool(values), "sorted": bool(sorted)}
+                   "largest": bool(largest), "ranges": bool(ranges), "values": bool(values), "sorted": bool(sorted),
+                   "deterministic": deterministic}
         with self._lock:
             if self._handle is None:
                 raise TopkError(Code.FAILED_PRECONDITION, "failed_precondition: the library is closed")
@@ -356,14 +382,17 @@ class Library:
             self._plans.add(plan)
         return plan
 
-    def plan_like(self, x, k, largest=True, ranges=False, values=False, sorted=False, batch=None):
+    def plan_like(self, x, k, largest=True, ranges=False, values=False, sorted=False, batch=None,
+                  deterministic=False):
         """A plan for input `x` (a [batch, n] or [n] CUDA array): dtype,
-        n and row stride from x, batch from x unless given."""
+        n and row stride from x, batch from x unless given. `deterministic`
+        as for plan() (a bool: torch's deterministic-algorithms setting is
+        not consulted here, only by topk_tune.topk and the torch ops)."""
         info = describe(x)
         rows, n, stride = _arrays.as_rows(info)
         return self.plan(info.dtype, rows if batch is None else batch, n, k,
                          row_stride=stride if stride != n else 0, largest=largest, ranges=ranges, values=values,
-                         sorted=sorted)
+                         sorted=sorted, deterministic=deterministic)
 
     def close(self):
         """Destroys the library and every plan made from it. Using them

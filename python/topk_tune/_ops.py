@@ -9,18 +9,30 @@ code registers on torch 1.13 and 2.x.
 
 Semantics are torch.topk's (int64 indices, sorted=True by default, k > n
 raises, n = 0 or k = 0 gives empty outputs), except that ties at the k-th
-value may pick any of the tied elements, and there is no autograd.
+value may pick any of the tied elements (unless deterministic), and there is
+no autograd.
+
+deterministic (bool? = None): among elements equal to the k-th value the
+lowest indices are taken, so one input gives one output on every call (the
+ops sort by default; unsorted, one index set). None means
+torch.are_deterministic_algorithms_enabled(), read when the op runs. The
+Python-side sort for k > MAX_SORTED_K honours it too: it orders by (value,
+index), so ties come in index order as the library's sorted output has them.
 """
 import sys
 
 from ._capi import INT32_MAX, _invalid, _type_error, as_int
 
 NAMESPACE = "topk_tune"
+# `bool? deterministic=None` is accepted by the schema parser of torch 1.13
+# and 2.x alike (an optional bool, as torch's own ops have).
 SCHEMAS = (
-    "topk(Tensor x, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)",
+    "topk(Tensor x, int k, int dim=-1, bool largest=True, bool sorted=True, bool? deterministic=None) "
+    "-> (Tensor values, Tensor indices)",
     "topk_ranged(Tensor x, int k, Tensor? ranges=None, Tensor? lengths=None, Tensor? row_starts=None, "
-    "bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)",
-    "topk_values(Tensor x, int k, int dim=-1, bool largest=True, bool sorted=True) -> Tensor",
+    "bool largest=True, bool sorted=True, bool? deterministic=None) -> (Tensor values, Tensor indices)",
+    "topk_values(Tensor x, int k, int dim=-1, bool largest=True, bool sorted=True, bool? deterministic=None) "
+    "-> Tensor",
 )
 
 _registered = None  # the torch.library.Library, kept alive: dropping it unregisters the ops
@@ -104,9 +116,17 @@ def _empty(torch, x, k, dim, values=True):
 MAX_SORTED_K = 16384
 
 
-def _sort_big(v, i, dim, largest, sorted, k):
+def _sort_big(v, i, dim, largest, sorted, k, deterministic=False):
     if sorted and k > MAX_SORTED_K:
-        v, order = v.sort(dim=dim, descending=largest)
+        if deterministic:
+            # The library fixed the index set, not its unsorted order: order
+            # by index, then sort stably by value, so equal values come in
+            # index order (a total order on (value, index): one output).
+            i, order = i.sort(dim=dim)
+            v = v.gather(dim, order)
+            v, order = v.sort(dim=dim, descending=largest, stable=True)
+        else:
+            v, order = v.sort(dim=dim, descending=largest)
         i = i.gather(dim, order)
     # Contiguous, as the Meta kernels describe the outputs: with dim not last
     # the results are moved views, and torch.compile lays out what reads them
@@ -117,24 +137,30 @@ def _sort_big(v, i, dim, largest, sorted, k):
 # --- kernels --------------------------------------------------------------------------------
 
 
-def _topk_cuda(x, k, dim=-1, largest=True, sorted=True):
+def _topk_cuda(x, k, dim=-1, largest=True, sorted=True, deterministic=None):
     import torch  # noqa: PLC0415 (loaded: this runs from the dispatcher)
 
-    from ._functional import topk  # noqa: PLC0415
+    from ._functional import _topk_torch, resolve_deterministic  # noqa: PLC0415
 
     k, dim, n = _check_x(torch, x, k, dim)
+    deterministic = resolve_deterministic(deterministic, x)
     if k == 0 or x.numel() == 0:
         return _empty(torch, x, k, dim)
-    v, i = topk(x, k, dim=dim, largest=largest, sorted=sorted and k <= MAX_SORTED_K, index_dtype=torch.int64)
-    return _sort_big(v, i, dim, largest, sorted, k)
+    # _topk_torch directly: x, k and dim are checked above (topk() would
+    # check them again).
+    v, i = _topk_torch(x, k, dim, largest, sorted and k <= MAX_SORTED_K, None, None, None, True, None, torch.int64,
+                       None, None, deterministic)
+    return _sort_big(v, i, dim, largest, sorted, k, deterministic)
 
 
-def _topk_ranged_cuda(x, k, ranges=None, lengths=None, row_starts=None, largest=True, sorted=True):
+def _topk_ranged_cuda(x, k, ranges=None, lengths=None, row_starts=None, largest=True, sorted=True,
+                      deterministic=None):
     import torch  # noqa: PLC0415
 
-    from ._functional import topk  # noqa: PLC0415
+    from ._functional import resolve_deterministic, topk  # noqa: PLC0415
 
     k, dim, n = _check_x(torch, x, k, -1)
+    deterministic = resolve_deterministic(deterministic, x)
     rows = _check_ranges(torch, x, ranges, lengths, row_starts)
     if k == 0 or x.numel() == 0:
         return _empty(torch, x, k, dim)
@@ -145,22 +171,23 @@ def _topk_ranged_cuda(x, k, ranges=None, lengths=None, row_starts=None, largest=
     if row_starts is not None:
         row_starts = row_starts.reshape(rows).contiguous()
     v, i = topk(x, k, dim=-1, largest=largest, sorted=sorted and k <= MAX_SORTED_K, ranges=ranges,
-                lengths=lengths, row_starts=row_starts, index_dtype=torch.int64)
-    return _sort_big(v, i, dim, largest, sorted, k)
+                lengths=lengths, row_starts=row_starts, index_dtype=torch.int64, deterministic=deterministic)
+    return _sort_big(v, i, dim, largest, sorted, k, deterministic)
 
 
-def _topk_values_cuda(x, k, dim=-1, largest=True, sorted=True):
-    return _topk_cuda(x, k, dim, largest, sorted)[0]
+def _topk_values_cuda(x, k, dim=-1, largest=True, sorted=True, deterministic=None):
+    return _topk_cuda(x, k, dim, largest, sorted, deterministic)[0]
 
 
-def _topk_meta(x, k, dim=-1, largest=True, sorted=True):
+def _topk_meta(x, k, dim=-1, largest=True, sorted=True, deterministic=None):
     import torch  # noqa: PLC0415
 
     k, dim, _ = _check_x(torch, x, k, dim)
     return _empty(torch, x, k, dim)
 
 
-def _topk_ranged_meta(x, k, ranges=None, lengths=None, row_starts=None, largest=True, sorted=True):
+def _topk_ranged_meta(x, k, ranges=None, lengths=None, row_starts=None, largest=True, sorted=True,
+                      deterministic=None):
     import torch  # noqa: PLC0415
 
     k, dim, _ = _check_x(torch, x, k, -1)
@@ -168,7 +195,7 @@ def _topk_ranged_meta(x, k, ranges=None, lengths=None, row_starts=None, largest=
     return _empty(torch, x, k, dim)
 
 
-def _topk_values_meta(x, k, dim=-1, largest=True, sorted=True):
+def _topk_values_meta(x, k, dim=-1, largest=True, sorted=True, deterministic=None):
     import torch  # noqa: PLC0415
 
     k, dim, _ = _check_x(torch, x, k, dim)
