@@ -151,6 +151,8 @@ class GpuKernelsTest : public ::testing::Test {
     store_ = jit::MakeDirectoryStore(std::string(tmp && *tmp ? tmp : "/tmp/topk-tests") + "/cubins");
     jit::CompileOptions o;
     o.arch = info_.ArchName();
+    // Line info for compute-sanitizer reports (a separate cache key).
+    o.line_info = std::getenv("TOPK_TEST_LINEINFO") != nullptr;
     kernels_ = std::make_unique<jit::KernelStore>(compiler_.get(), store_.get(), o);
     // "sanitizer": a small representative subset; "warp": every warp-per-row
     // kernel and nothing else (kernel work on the short-row path).
@@ -214,7 +216,8 @@ class GpuKernelsTest : public ::testing::Test {
         ++t->errors;
         t->failures.push_back(c.Id() + " " + key + ": " + st.ToString());
         // A sticky error poisons the context: nothing after it is trustworthy.
-        FAIL() << "CUDA error, stopping: " << st.ToString();
+        FAIL() << "CUDA error, stopping: " << c.Id() << " " << key << " [" << (knobs ? knobs->name : "") << "]: "
+               << st.ToString();
       }
     }
   }
@@ -271,6 +274,13 @@ class GpuKernelsTest : public ::testing::Test {
                           (!warp && !radix);
         if (pick) keep.push_back(c);
       }
+      kernels = keep;
+    }
+    // TOPK_TEST_VARIANT=TEXT: only kernels whose id contains TEXT (debugging).
+    if (const char* only = std::getenv("TOPK_TEST_VARIANT"); only && *only) {
+      std::vector<Config> keep;
+      for (const Config& c : kernels)
+        if (c.Id().find(only) != std::string::npos) keep.push_back(c);
       kernels = keep;
     }
     if (warp_only_) {

@@ -11,7 +11,7 @@
 #      exit 130, no worker left, no scratch folder left, the cache resumes).
 # Logs under $OUT (summary.txt first); DEADLINE_S (default 500) bounds the
 # whole call: a stage still running then is killed and reported.
-#   scripts/device/round.sh [first-call] [examples] [py-host] [probe] [det] [pdl] [correct] [legacy]
+#   scripts/device/round.sh [split] [first-call] [examples] [py-host] [probe] [det] [pdl] [correct] [legacy]
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 START=$SECONDS
@@ -27,6 +27,30 @@ left() { echo $((DEADLINE_S - (SECONDS - START))); }
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -1 | sed 's/^/gpu: /' | tee -a "$SUMMARY"
 log "cubins carried: $(ls "$TOPK_TEST_TMP/cubins" | wc -l)"
+
+# The kernel suite one test per process (a sticky CUDA error in one does not
+# hide the others); a variant that fails with a CUDA error is then run alone
+# under memcheck with line info.
+if want split; then
+  log "== split ($(left) s left)"
+  for f in '*F32*' '*F16*' '*BF16*' '*Repeated*:*TestOnly*' '*Deterministic*'; do
+    timeout 150 "$B/bin/gpu_kernels_test" --gtest_filter="$f" >"$LOGDIR/split.log" 2>&1
+    echo "split $f rc=$?: $(grep -E "^\[[a-z0-9]+\] kernels|deterministic mode|CUDA error|PASSED|FAILED  \] [0-9]" "$LOGDIR/split.log" | tr '\n' ' ' | cut -c1-600)" | tee -a "$SUMMARY"
+    bad=$(grep -oE "CUDA error, stopping: [a-z0-9_]+" "$LOGDIR/split.log" | head -n1 | awk '{print $4}')
+    cat "$LOGDIR/split.log" >>"$LOGDIR/split-all.log"
+    if [[ -n $bad ]]; then
+      kernel=${bad%%_s[0-9]*}
+      log "memcheck of $kernel ($bad)"
+      TOPK_TEST_LINEINFO=1 TOPK_TEST_VARIANT=$kernel timeout 200 compute-sanitizer --tool memcheck --print-limit 5 \
+        "$B/bin/gpu_kernels_test" --gtest_filter="$f" >"$LOGDIR/split-memcheck.log" 2>&1
+      log "memcheck rc=$?"
+      grep -E "Invalid|misaligned|Misaligned|at 0x|by thread|Address|ERROR SUMMARY|CUDA error" "$LOGDIR/split-memcheck.log" | head -30 |
+        cut -c1-300 >>"$SUMMARY"
+    fi
+  done
+  timeout 120 "$B/bin/gpu_tuner_test" >"$LOGDIR/split-tuner.log" 2>&1
+  echo "split tuner rc=$?: $(grep -E "PASSED|FAILED  \] [0-9]" "$LOGDIR/split-tuner.log" | tr '\n' ' ')" | tee -a "$SUMMARY"
+fi
 
 # 1. Timed, alone.
 if want first-call; then
