@@ -42,10 +42,6 @@ struct Stage {
   unsigned cluster = 1;     // CTAs per cluster (1: no cluster attribute)
   int smem_bytes = 0;       // dynamic shared memory
   int rows_per_cta = 1;     // a CTA (or a cluster) serves this many rows
-  // The kernel waits for the previous grid before it touches global memory
-  // (topk::pdl_begin, templates/topk/pdl.cuh), so the jit may launch it with
-  // programmatic dependent launch where the device and TOPK_PDL allow.
-  bool pdl = false;
   TopkArgs args = {};
   // Grid for `batch` rows: ceil(batch / rows_per_cta) CTAs (clusters), times
   // the cluster size.

@@ -133,7 +133,6 @@ class Filter final : public Family {
     s.args.buffer = c.capacity(p.k);
     s.smem_bytes = c.smem_bytes(p.k);
     s.args.smem_bytes = s.smem_bytes;
-    s.pdl = true;  // filter_kernel begins with pdl_begin
     return LaunchPlan{{s}};
   }
 };

@@ -263,7 +263,6 @@ class Radix final : public Family {
     s.block = static_cast<unsigned>(c.block_threads);
     s.cluster = static_cast<unsigned>(c.cluster);
     s.rows_per_cta = 1;
-    s.pdl = true;  // topk_kernel begins with pdl_begin
     s.args.buffer = c.smem_buffer;
     s.args.rounds = c.rounds;
     const int fixed = c.fixed_smem_bytes();

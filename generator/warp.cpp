@@ -113,7 +113,6 @@ class Warp final : public Family {
     Stage s;
     s.block = static_cast<unsigned>(cfg.Get("block_threads"));
     s.rows_per_cta = cfg.Get("block_threads") / 32;
-    s.pdl = true;  // topk_kernel begins with pdl_begin
     return LaunchPlan{{s}};
   }
 

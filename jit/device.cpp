@@ -255,22 +255,13 @@ StatusOr<int> ResidentClusters(CUfunction f, const LaunchShape& s) {
   cfg.blockDimX = s.block;
   cfg.blockDimY = cfg.blockDimZ = 1;
   cfg.sharedMemBytes = static_cast<unsigned>(s.smem_bytes);
-  CUlaunchAttribute attrs[2] = {};
-  unsigned n = 0;
-  if (s.cluster > 1) {
-    attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attrs[n].value.clusterDim.x = s.cluster;
-    attrs[n].value.clusterDim.y = 1;
-    attrs[n].value.clusterDim.z = 1;
-    ++n;
-  }
-  if (s.pdl) {
-    attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    attrs[n].value.programmaticStreamSerializationAllowed = 1;
-    ++n;
-  }
-  cfg.attrs = attrs;
-  cfg.numAttrs = n;
+  CUlaunchAttribute attr;
+  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr.value.clusterDim.x = s.cluster;
+  attr.value.clusterDim.y = 1;
+  attr.value.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
   int clusters = 0;
   TOPK_CU(cuOccupancyMaxActiveClusters, &clusters, f, &cfg);
   return clusters;
@@ -280,7 +271,7 @@ Status Launch(CUfunction f, const LaunchShape& s, void* params, size_t params_si
   (void)params_size;  // the kernels take one struct by value
   void* kernel_params[] = {params};
   if (s.grid == 0) return Status::Ok();
-  if (s.cluster <= 1 && !s.pdl) {
+  if (s.cluster <= 1) {
     TOPK_CU(cuLaunchKernel, f, s.grid, 1, 1, s.block, 1, 1, static_cast<unsigned>(s.smem_bytes), stream, kernel_params,
             nullptr);
     return Status::Ok();

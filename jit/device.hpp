@@ -99,9 +99,6 @@ struct LaunchShape {
   unsigned block = 0;
   unsigned cluster = 1;  // CTAs per cluster (1: no cluster attribute)
   int smem_bytes = 0;    // dynamic shared memory
-  // Programmatic dependent launch: the kernel may start before the previous
-  // kernel on the stream ends (it must wait for it itself: pdl.cuh).
-  bool pdl = false;
 };
 
 // The launch shape of one stage of a family's plan for `batch` rows.

@@ -1,19 +1,8 @@
 #include "jit/variant.hpp"
 
-#include <cstdlib>
-#include <cstring>
-
 #include "jit/kernel_store.hpp"
 
 namespace topk::jit {
-
-bool PdlEnabled(const gen::Arch& arch) {
-  static const bool wanted = [] {
-    const char* v = std::getenv("TOPK_PDL");
-    return v != nullptr && std::strcmp(v, "1") == 0;
-  }();
-  return wanted && arch.cc_major >= 9;
-}
 
 unsigned ProblemFlags(const Problem& p) {
   return (p.largest ? 0u : TOPK_FLAG_SMALLEST) | (p.ranges ? TOPK_FLAG_RANGES : 0u) |
@@ -36,7 +25,6 @@ StatusOr<PreparedVariant> PreparedVariant::Make(const gen::Config& c, const Prob
   v.problem_ = p;
   v.sort_ = p.sorted ? sort : nullptr;
   v.plan_ = gen::PlanLaunch(c, p, arch, max_cache_keys);
-  v.pdl_ = PdlEnabled(arch);
   if (v.plan_.stages.empty())
     return Status(Code::kInternal, "PreparedVariant", "family " + c.family + " planned no launch for " + c.Id());
   v.base_args_.row_stride = p.stride();
@@ -63,7 +51,6 @@ StatusOr<PreparedVariant> PreparedVariant::Make(const gen::Config& c, const Prob
     v.sort_args_.cap = cap;
     v.sort_shape_.block = cap >= 512 ? 512 : (cap >= 64 ? static_cast<unsigned>(cap) : 64u);
     v.sort_shape_.smem_bytes = cap * 8;
-    v.sort_shape_.pdl = v.pdl_;
     TOPK_RETURN_IF_ERROR(PrepareFunction(sort, v.sort_shape_, arch.max_smem_optin));
   }
   if (p.deterministic) {
@@ -73,7 +60,6 @@ StatusOr<PreparedVariant> PreparedVariant::Make(const gen::Config& c, const Prob
     v.ties_args_.k = static_cast<int>(p.k);
     v.ties_args_.flags = ProblemFlags(p);
     v.ties_shape_.block = TOPK_TIE_BLOCK;
-    v.ties_shape_.pdl = v.pdl_;
     TOPK_RETURN_IF_ERROR(PrepareFunction(ties, v.ties_shape_, arch.max_smem_optin));
   }
   return v;
@@ -98,9 +84,7 @@ Status PreparedVariant::Launch(const void* input, const int32_t* ranges, int32_t
     a.out_idx = indices;
     a.out_val = values;
     a.batch = static_cast<int>(batch);
-    LaunchShape shape = StageShape(st, batch);
-    shape.pdl = pdl_ && st.pdl;
-    TOPK_RETURN_IF_ERROR(jit::Launch(stage_fns_[i], shape, &a, sizeof(a), stream));
+    TOPK_RETURN_IF_ERROR(jit::Launch(stage_fns_[i], StageShape(st, batch), &a, sizeof(a), stream));
   }
   if (ties_) {
     TieArgs ta = ties_args_;

@@ -58,16 +58,10 @@ class PreparedVariant {
   TopkArgs base_args_ = {};  // the problem's fields; each stage adds its knobs
   LaunchShape sort_shape_;
   SortArgs sort_args_ = {};
-  bool pdl_ = false;  // launch the stages that allow it with programmatic dependent launch
   CUfunction ties_ = nullptr;
   LaunchShape ties_shape_;
   TieArgs ties_args_ = {};
 };
-
-// Whether kernels that allow it (gen::Stage::pdl, and the tie pass and row
-// sort) are launched with programmatic dependent launch on `arch`: sm_90 or
-// newer, and TOPK_PDL=1 in the environment (read once; default off).
-bool PdlEnabled(const gen::Arch& arch);
 
 // Flags word of a problem (TOPK_FLAG_*).
 unsigned ProblemFlags(const Problem& p);

@@ -11,7 +11,7 @@
 #      exit 130, no worker left, no scratch folder left, the cache resumes).
 # Logs under $OUT (summary.txt first); DEADLINE_S (default 500) bounds the
 # whole call: a stage still running then is killed and reported.
-#   scripts/device/round.sh [split] [first-call] [examples] [py-host] [probe] [det] [pdl] [correct] [legacy]
+#   scripts/device/round.sh [split] [first-call] [examples] [py-host] [probe] [det] [correct] [legacy]
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 START=$SECONDS
@@ -147,33 +147,6 @@ SHAPES
   cut -c1-220 "$LOGDIR/det-verify.log" >>"$SUMMARY"
 fi
 
-# Programmatic dependent launch: each shape's winner timed with TOPK_PDL=0
-# and =1 in alternation (0 1 0 1), each probe verifying first; the graph
-# of 20 back-to-back calls lets a call's start overlap the previous one's
-# tail, and the tie pass and row sort overlap the kernel before them.
-if want pdl; then
-  log "== pdl: programmatic dependent launch off / on ($(left) s left)"
-  while read -r shape id; do
-    for pdl in 0 1 0 1; do
-      out=$(TOPK_PDL=$pdl timeout 60 "$B/bin/topk-probe" --shape "$shape" --variant "$id" \
-        --cubins "$TOPK_TEST_TMP/cubins-new" 2>&1)
-      echo "$out" >>"$LOGDIR/pdl.log"
-      echo "pdl=$pdl $shape $(echo "$out" | grep -E " us " | tail -n1 | cut -c1-140)" | tee -a "$SUMMARY"
-    done
-  done <<'SHAPES'
-f32:64x4096:128:ranges default
-f32:64x32768:2048:ranges radix_f32_b1024_r11_h0_s1024_c2_t1_m1
-f32:1x131072:2048:ranges radix_f32_b512_r11_h0_s4096_c16_t1_m1
-f32:1x524288:2048:ranges radix_f32_b1024_r11_h0_s4096_c16_t1_m1
-f32:128x131072:2048:ranges radix_f32_b1024_r11_h0_s8192_c1_t1_m0
-bf16:128x201088:64:values:rotate:dist=logits radix_bf16_b1024_r11_h0_s1024_c1_t1_m0
-f32:4096x256:8:rotate warp_f32_b256_i8_l1
-bf16:16384x256:8:rotate warp_bf16_b128_i8_l0
-f32:64x32768:2048:ranges:deterministic radix_f32_b1024_r11_h0_s1024_c2_t1_m1
-f32:64x4096:128:ranges:sorted:deterministic default
-SHAPES
-fi
-
 # 2. Correctness, concurrently.
 interrupt() {  # SIGNAL: tune a shape, send SIGNAL to topk-tune alone after 10 s
   local sig=$1 db=$TOPK_TEST_TMP/interrupt.db
@@ -224,11 +197,8 @@ if want correct; then
   job racecheck env TOPK_TEST_SUBSET=sanitizer compute-sanitizer --tool racecheck --racecheck-report hazard \
     --error-exitcode 9 "$B/bin/gpu_kernels_test" --gtest_filter='*F32*:*BF16*:*Deterministic*'
   [[ -x $B/bin/gpu_tuner_test ]] && job tuner "$B/bin/gpu_tuner_test"
-  # The multi-kernel plans (tie pass, row sort) with programmatic dependent launch.
-  job pdl_kernels env TOPK_PDL=1 "$B/bin/gpu_kernels_test" --gtest_filter='*Deterministic*:*Repeated*'
-  job pdl_c_api env TOPK_PDL=1 "$B/bin/gpu_c_api_test"
   wait
-  for f in kernels ops api random c_api interrupt memcheck racecheck tuner pdl_kernels pdl_c_api; do
+  for f in kernels ops api random c_api interrupt memcheck racecheck tuner; do
     [[ -f $LOGDIR/$f.rc ]] || continue
     cat "$LOGDIR/$f.rc" | tee -a "$SUMMARY"
     grep -E "^\[  (PASSED|FAILED) |FAIL|^OK|^Ran |mismatch|problems|ERROR SUMMARY|RACECHECK SUMMARY|interrupt |checked|exact" "$LOGDIR/$f.log" |

@@ -3,7 +3,6 @@
 // finished result on request.
 #pragma once
 #include "topk/args.h"
-#include "topk/pdl.cuh"
 #include "topk/policy.cuh"
 #include "topk/radix/radix_select.cuh"
 #include "topk/sort_rows.cuh"
@@ -15,7 +14,6 @@ static_assert(sizeof(TopkArgs) == TOPK_ARGS_SIZE, "TopkArgs layout");
 
 template <class P>
 __global__ void __launch_bounds__(P::kBlock, P::kMinBlocks) topk_kernel(TopkArgs a) {
-  pdl_begin();
   if constexpr (P::kCluster == 0) {
     warp_topk<P>(a);
   } else {

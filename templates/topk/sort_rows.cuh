@@ -4,13 +4,11 @@
 #pragma once
 #include "topk/args.h"
 #include "topk/keys.cuh"
-#include "topk/pdl.cuh"
 
 namespace topk {
 
 template <int DTYPE>
 __global__ void __launch_bounds__(512) sort_rows_kernel(SortArgs a) {
-  pdl_begin();
   using K = Keys<DTYPE>;
   using Raw = typename K::Raw;
   extern __shared__ __align__(16) unsigned char sort_smem[];

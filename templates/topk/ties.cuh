@@ -16,7 +16,6 @@
 #pragma once
 #include "topk/args.h"
 #include "topk/keys.cuh"
-#include "topk/pdl.cuh"
 #include "topk/row.cuh"
 
 namespace topk {
@@ -49,7 +48,6 @@ __device__ __forceinline__ u32 tie_block_exclusive(u32 v, u32* scratch, u32* tot
 
 template <int DTYPE>
 __global__ void __launch_bounds__(kTieBlock) tie_rows_kernel(TieArgs a) {
-  pdl_begin();
   using K = Keys<DTYPE>;
   using Raw = typename K::Raw;
   constexpr int kWarps = kTieBlock / 32;

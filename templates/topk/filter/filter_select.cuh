@@ -14,7 +14,6 @@
 #include "topk/args.h"
 #include "topk/block_scan.cuh"
 #include "topk/keys.cuh"
-#include "topk/pdl.cuh"
 #include "topk/row.cuh"
 #include "topk/types.cuh"
 
@@ -300,7 +299,6 @@ struct RowFilter {
 
 template <class P>
 __global__ void __launch_bounds__(P::kBlock, 1) filter_kernel(TopkArgs a) {
-  pdl_begin();
   extern __shared__ __align__(16) unsigned char filter_smem[];
   __shared__ filter::Control control;
   filter::RowFilter<P> f;
