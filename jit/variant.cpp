@@ -1,5 +1,7 @@
 #include "jit/variant.hpp"
 
+#include <algorithm>
+
 #include "jit/kernel_store.hpp"
 
 namespace topk::jit {
@@ -59,7 +61,14 @@ StatusOr<PreparedVariant> PreparedVariant::Make(const gen::Config& c, const Prob
     v.ties_args_.n = static_cast<int>(p.n);
     v.ties_args_.k = static_cast<int>(p.k);
     v.ties_args_.flags = ProblemFlags(p);
-    v.ties_shape_.block = TOPK_TIE_BLOCK;
+    // Threads: enough for one scan step to cover the row (16 elements each,
+    // templates/topk/ties.cuh) or one pass over the k entries, whichever is
+    // more, in whole warps; up to 1024 while the rows are fewer than the SMs
+    // (each CTA then has an SM to itself), else 512. Rows of 256 (MoE
+    // routing) get one warp each, and many share an SM.
+    const int64_t want = std::max<int64_t>((p.n + 15) / 16, p.k);
+    const int64_t cap = p.batch < arch.sm_count ? TOPK_TIE_MAX_BLOCK : 512;
+    v.ties_shape_.block = static_cast<unsigned>(std::clamp<int64_t>((want + 31) / 32 * 32, 32, cap));
     TOPK_RETURN_IF_ERROR(PrepareFunction(ties, v.ties_shape_, arch.max_smem_optin));
   }
   return v;

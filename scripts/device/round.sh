@@ -184,13 +184,13 @@ if want correct; then
     (timeout "$lim" "$@" >"$LOGDIR/$name.log" 2>&1; echo "== $name: rc=$?" >"$LOGDIR/$name.rc") &
     pids+=($!)
   }
-  job kernels "$B/bin/gpu_kernels_test"
+  want split || job kernels "$B/bin/gpu_kernels_test"  # split ran it already, one test per process
   job ops python3 python/tests/gpu_test_ops.py -v
   job api python3 python/tests/gpu_test_api.py -v
   job random python3 python/tests/gpu_test_topk.py --count "${RANDOM_COUNT:-1000}"
   job c_api "$B/bin/gpu_c_api_test"
   job interrupt bash -c "$(declare -f interrupt); B=$B TOPK_TEST_TMP=$TOPK_TEST_TMP; interrupt TERM && interrupt INT"
-  wait "${pids[0]}"  # memcheck after the kernels test: it reuses its cubins
+  want split || wait "${pids[0]}"  # memcheck after the kernels test: it reuses its cubins
   lim=$(($(left) - 10))
   job memcheck env TOPK_TEST_SUBSET=sanitizer compute-sanitizer --tool memcheck --error-exitcode 9 \
     "$B/bin/gpu_kernels_test" --gtest_filter='*F32*:*BF16*:*Deterministic*'

@@ -56,8 +56,8 @@ struct SortArgs {
   int cap;               // power of two >= k; shared memory holds cap 64-bit entries
 };
 
-// Threads per CTA of the tie pass (one CTA per row).
-#define TOPK_TIE_BLOCK 512
+// Most threads per CTA of the tie pass (one CTA per row).
+#define TOPK_TIE_MAX_BLOCK 1024
 
 // Arguments of the tie pass of deterministic mode (ties.cuh), which runs
 // after any family's kernel and before the row sort.
