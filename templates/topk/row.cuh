@@ -13,6 +13,22 @@ struct RowRange {
   int end;
 };
 
+__device__ __forceinline__ RowRange row_range(const TopkArgs& a, int row) {
+  int start = 0, end = a.n;
+  if (a.flags & TOPK_FLAG_RANGES) {
+    start = a.ranges[2 * row];
+    end = a.ranges[2 * row + 1];
+    start = start < 0 ? 0 : (start > a.n ? a.n : start);
+    end = end < start ? start : (end > a.n ? a.n : end);
+  }
+  return {start, end};
+}
+
+// The same for the tie pass of deterministic mode (ties.cuh). Kept apart
+// from the TopkArgs form on purpose: routing that one through this changed
+// the register allocation of the selection kernels, and one of them
+// (kernel_f32_b1024_r8_cN, which spills) then failed on an H100 with a
+// misaligned mbarrier address in its cluster gather (docs/PERFORMANCE.md).
 __device__ __forceinline__ RowRange row_range(const int* ranges, int n, unsigned flags, int row) {
   int start = 0, end = n;
   if (flags & TOPK_FLAG_RANGES) {
@@ -22,10 +38,6 @@ __device__ __forceinline__ RowRange row_range(const int* ranges, int n, unsigned
     end = end < start ? start : (end > n ? n : end);
   }
   return {start, end};
-}
-
-__device__ __forceinline__ RowRange row_range(const TopkArgs& a, int row) {
-  return row_range(a.ranges, a.n, a.flags, row);
 }
 
 // Output positions first, first + step, ... below k get index -1 and, when
