@@ -95,26 +95,21 @@ Status PreparedVariant::Launch(const void* input, const int32_t* ranges, int32_t
     a.batch = static_cast<int>(batch);
     TOPK_RETURN_IF_ERROR(jit::Launch(stage_fns_[i], StageShape(st, batch), &a, sizeof(a), stream));
   }
+  // The passes after the plan: one CTA per row over the finished output.
+  auto row_pass = [&](CUfunction fn, LaunchShape shape, auto args) {
+    args.input = input;
+    args.idx = indices;
+    args.val = values;
+    args.batch = static_cast<int>(batch);
+    shape.grid = static_cast<unsigned>(batch);
+    return jit::Launch(fn, shape, &args, sizeof(args), stream);
+  };
   if (ties_) {
     TieArgs ta = ties_args_;
-    ta.input = input;
     ta.ranges = ranges;
-    ta.idx = indices;
-    ta.val = values;
-    ta.batch = static_cast<int>(batch);
-    LaunchShape ts = ties_shape_;
-    ts.grid = static_cast<unsigned>(batch);
-    TOPK_RETURN_IF_ERROR(jit::Launch(ties_, ts, &ta, sizeof(ta), stream));
+    TOPK_RETURN_IF_ERROR(row_pass(ties_, ties_shape_, ta));
   }
-  if (!sort_) return Status::Ok();
-  SortArgs sa = sort_args_;
-  sa.input = input;
-  sa.idx = indices;
-  sa.val = values;
-  sa.batch = static_cast<int>(batch);
-  LaunchShape ss = sort_shape_;
-  ss.grid = static_cast<unsigned>(batch);
-  return jit::Launch(sort_, ss, &sa, sizeof(sa), stream);
+  return sort_ ? row_pass(sort_, sort_shape_, sort_args_) : Status::Ok();
 }
 
 StatusOr<PreparedVariant> LoadVariant(KernelStore& kernels, const gen::Config& c, const Problem& p,

@@ -300,6 +300,21 @@ StatusOr<ShapeSummary> Tuner::TuneShape(const Problem& p, int index, int count,
   // The budget covers the search only: injected test faults (a hang waits
   // for the watchdog) must not eat it.
   const auto search_t0 = Clock::now();
+  // One candidate finished (searched or refined): count it and report it.
+  auto report_variant = [&](const std::string& id, cache::Outcome outcome, double median, double eta_s) {
+    ++done;
+    ev.kind = ProgressEvent::kVariant;
+    ev.done = done;
+    ev.resumed = sum.resumed;
+    ev.variant_id = id;
+    ev.outcome = outcome;
+    ev.median_us = median;
+    ev.best_us = std::isinf(best) ? 0 : best;
+    ev.best_id = best_id;
+    ev.elapsed_s = Seconds(t0);
+    ev.eta_s = eta_s;
+    if (progress) progress(ev);
+  };
   for (;;) {
     if (budgeted && Seconds(search_t0) > opt_.budget_s) break;
     if (opt_.max_candidates > 0 && done >= opt_.max_candidates) break;
@@ -332,20 +347,10 @@ StatusOr<ShapeSummary> Tuner::TuneShape(const Problem& p, int index, int count,
       best = median;
       best_id = id;
     }
-    ++done;
-    ev.kind = ProgressEvent::kVariant;
-    ev.done = done;
-    ev.resumed = sum.resumed;
-    ev.variant_id = id;
-    ev.outcome = outcome;
-    ev.median_us = median;
-    ev.best_us = std::isinf(best) ? 0 : best;
-    ev.best_id = best_id;
-    ev.elapsed_s = Seconds(t0);
     const double per = evaluated ? eval_seconds / evaluated : 0.1;
-    ev.eta_s = budgeted ? std::max(0.0, opt_.budget_s - Seconds(search_t0))
-                        : per * static_cast<double>(ev.total - done);
-    if (progress) progress(ev);
+    report_variant(id, outcome, median,
+                   budgeted ? std::max(0.0, opt_.budget_s - Seconds(search_t0))
+                            : per * static_cast<double>(ev.total - done - 1));
   }
 
   // Refinements: configs close to each family's best in the space that the
@@ -394,18 +399,8 @@ StatusOr<ShapeSummary> Tuner::TuneShape(const Problem& p, int index, int count,
         best = r.samples.median;
         best_id = id;
       }
-      ++done;
-      ev.kind = ProgressEvent::kVariant;
-      ev.done = done;
-      ev.resumed = sum.resumed;
-      ev.variant_id = id;
-      ev.outcome = r.outcome;
-      ev.median_us = r.samples.median;
-      ev.best_us = best;
-      ev.best_id = best_id;
-      ev.elapsed_s = Seconds(t0);
-      ev.eta_s = eval_seconds / evaluated * static_cast<double>(std::max(0, ev.total - done));
-      if (progress) progress(ev);
+      report_variant(id, r.outcome, r.samples.median,
+                     eval_seconds / evaluated * static_cast<double>(std::max(0, ev.total - done - 1)));
     }
   }
   sum.evaluated = evaluated;
