@@ -8,7 +8,17 @@ warm-up, median over `--reps` replays; inputs stay L2-hot for the DSA shapes
 L2 for the others. A device-to-device copy of 1 GiB, timed in the same run,
 gives the bandwidth that each shape's achieved input bandwidth is set against.
 
-  python3 bench/compare_torch.py [--db tuning.db] [--json out.json] [--torch-only]
+`--l2-flush` adds, next to each L2-hot (DSA) shape's row, a row timed with the
+L2 flushed before each call (`--l2-flush all`: next to every shape's row);
+such rows have "l2": "flush". The flush is a zero_() of a buffer twice the
+device's L2 size. Timing (see time_flushed): a CUDA graph of `--launches`
+flush+call pairs and a graph of as many flushes alone are replayed in turn;
+each replay pair gives (pairs - flushes) / launches, the median and p10/p90
+are over `--reps` such pairs. torch.topk and topk-tune are timed this way on
+the same tensor in the same run, and their exactness is checked as for the
+other rows (once per shape, before any timing).
+
+  python3 bench/compare_torch.py [--db tuning.db] [--json out.json] [--torch-only] [--l2-flush [hot|all]]
 """
 import argparse
 import json
@@ -40,8 +50,9 @@ def copies_for(nbytes, l2_mode):
     return max(2, min(64, -(-2 * l2 // max(nbytes, 1))))
 
 
-def time_graph(fn_list, reps, warmup=3):
-    """fn_list: callables launched in order inside one graph."""
+def capture(fn_list, warmup=3):
+    """A CUDA graph of fn_list's callables in order, after one eager run of
+    them (allocations, lazy init) and `warmup` replays."""
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
@@ -56,16 +67,55 @@ def time_graph(fn_list, reps, warmup=3):
     for _ in range(warmup):
         g.replay()
     torch.cuda.synchronize()
-    times = []
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for _ in range(reps):
-        start.record()
-        g.replay()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop) * 1000.0 / len(fn_list))
-    times.sort()
+    return g
+
+
+def replay_us(g, start, stop):
+    """Microseconds of one replay of g between CUDA events."""
+    start.record()
+    g.replay()
+    stop.record()
+    stop.synchronize()
+    return start.elapsed_time(stop) * 1000.0
+
+
+def spread(times):
+    """Median, p10 and p90 of times."""
+    times = sorted(times)
     return statistics.median(times), times[len(times) // 10], times[(9 * len(times)) // 10]
+
+
+def time_graph(fn_list, reps, warmup=3):
+    """fn_list: callables launched in order inside one graph."""
+    g = capture(fn_list, warmup)
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    return spread([replay_us(g, start, stop) / len(fn_list) for _ in range(reps)])
+
+
+def time_flushed(fn, flush, reps, pairs, warmup=3):
+    """fn timed with the L2 flushed before each call: (median, p10, p90) of
+    fn's time per call, and the flush's median time per call.
+
+    Two graphs: `pairs` x (flush, fn) and `pairs` x flush alone. Each rep
+    replays the flush-only graph then the pair graph, and counts
+    (pair graph - flush graph) / pairs as one sample, so that only fn is
+    timed, and the graph launch's own cost (which a single call between
+    events would carry) cancels. Inside a graph the calls run back to back,
+    so no host gap falls between a flush and its call. The flush leaves the
+    L2 full of dirty lines (as a producer's writes would); where fn's reads
+    evict them, their write-back counts in fn's time, the rest in the next
+    flush's, so the subtraction is exact only up to that share."""
+    g_pairs = capture([f for _ in range(pairs) for f in (flush, fn)], warmup)
+    g_flush = capture([flush] * pairs, warmup)
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    diffs, flushes = [], []
+    for _ in range(reps):
+        t_flush = replay_us(g_flush, start, stop)
+        t_pairs = replay_us(g_pairs, start, stop)
+        diffs.append((t_pairs - t_flush) / pairs)
+        flushes.append(t_flush / pairs)
+    del g_pairs, g_flush
+    return spread(diffs), statistics.median(flushes)
 
 
 def copy_bandwidth(nbytes=1 << 30, reps=20):
@@ -105,7 +155,10 @@ def main():
     ap.add_argument("--db", default=os.environ.get("TOPK_TUNE_DB", ""), help="tuning cache for dispatch")
     ap.add_argument("--json", default="", help="write the rows as JSON here")
     ap.add_argument("--reps", type=int, default=50)
-    ap.add_argument("--launches", type=int, default=20, help="calls per graph in hot mode")
+    ap.add_argument("--launches", type=int, default=20, help="calls per graph in hot and flush modes")
+    ap.add_argument("--l2-flush", nargs="?", const="hot", default="off", choices=["off", "hot", "all"],
+                    help="also time each L2-hot shape (hot, the default when given without a value) or every "
+                         "shape (all) with the L2 flushed before each call: a second row with l2 = flush")
     ap.add_argument("--torch-only", action="store_true", help="time torch.topk only")
     ap.add_argument("--baselines-out", default="",
                     help="write the torch.topk times as JSON Lines for `topk-tune import` (report baselines)")
@@ -122,19 +175,25 @@ def main():
     print(f"device: {dev}; torch {torch.__version__}")
     copy_bw, copy_s = copy_bandwidth()
     print(f"copy: y.copy_(x) of 1 GiB in {copy_s * 1e3:.3f} ms, {copy_bw / 1e12:.2f} TB/s (read plus write)")
+    l2_bytes = torch.cuda.get_device_properties(0).L2_cache_size
+    flush_buf, flush_bytes = None, 0
+    if args.l2_flush != "off":
+        # Twice the L2, written by one fill kernel: none of the input survives it in L2.
+        flush_bytes = 4 * -(-2 * l2_bytes // 4)
+        flush_buf = torch.empty(flush_bytes // 4, device="cuda", dtype=torch.int32)
+        print(f"L2 flush: zero_() of {flush_bytes / 1e6:.1f} MB (twice the {l2_bytes / 1e6:.1f} MB L2) before each "
+              f"call of the l2 = flush rows; each row's time is (graph of {args.launches} flush+call pairs - "
+              f"graph of {args.launches} flushes) / {args.launches}")
     rows = []
     for name, dt, b, n, k, ranges, values, l2, target in SHAPES:
         nbytes = b * n * torch.tensor([], dtype=DT[dt]).element_size()
         ncopies = copies_for(nbytes, l2)
         xs = make_inputs(dt, b, n, ncopies, name == "sampling")
-        per_graph = args.launches if l2 == "hot" else ncopies
-        fns = [(lambda x=xs[i % ncopies]: torch.topk(x, k, dim=-1, largest=True, sorted=False)) for i in range(per_graph)]
-        t_med, t_p10, t_p90 = time_graph(fns, args.reps)
-        row = {"workload": name, "dtype": dt, "batch": b, "n": n, "k": k, "ranges": ranges, "values": values,
-               "l2": l2, "torch_us": t_med, "torch_p10": t_p10, "torch_p90": t_p90, "target_us": target,
-               "input_bytes": nbytes}
+        # This shape's own L2 mode, then (when asked) the flushed one on xs[0].
+        modes = [l2] + (["flush"] if args.l2_flush == "all" or (args.l2_flush == "hot" and l2 == "hot") else [])
+        plan = outs = rg = None
+        ok = None
         if lib is not None:
-            rg = None
             if ranges:
                 # Full rows as ranges: the same work torch.topk does.
                 rg = torch.tensor([[0, n]] * b, dtype=torch.int32, device="cuda")
@@ -146,33 +205,57 @@ def main():
             got = torch.gather(xs[0].float(), 1, got_idx.long()).sort(dim=-1).values
             ok = bool(torch.equal(got, ref))
             outs = plan.allocate_outputs()
-            fns = [(lambda x=xs[i % ncopies]: plan.run_into(x, outs, ranges=rg)) for i in range(per_graph)]
-            o_med, o_p10, o_p90 = time_graph(fns, args.reps)
-            row.update({"ours_us": o_med, "ours_p10": o_p10, "ours_p90": o_p90, "variant": plan.variant,
-                        "dispatch": plan.dispatch, "exact": ok, "speedup": t_med / o_med})
-        rows.append(row)
-        del xs
+        for mode in modes:
+            row = {"workload": name, "dtype": dt, "batch": b, "n": n, "k": k, "ranges": ranges, "values": values,
+                   "l2": mode, "target_us": target, "input_bytes": nbytes}
+            if mode == "flush":
+                flush = flush_buf.zero_
+                (t_med, t_p10, t_p90), flush_us = time_flushed(
+                    lambda x=xs[0]: torch.topk(x, k, dim=-1, largest=True, sorted=False), flush, args.reps,
+                    args.launches)
+                row.update({"timing": "flush+call graph minus flush graph", "flush_bytes": flush_bytes,
+                            "flush_us": flush_us})
+            else:
+                per_graph = args.launches if mode == "hot" else ncopies
+                fns = [(lambda x=xs[i % ncopies]: torch.topk(x, k, dim=-1, largest=True, sorted=False))
+                       for i in range(per_graph)]
+                t_med, t_p10, t_p90 = time_graph(fns, args.reps)
+                row["timing"] = "graph"
+            row.update({"torch_us": t_med, "torch_p10": t_p10, "torch_p90": t_p90})
+            if plan is not None:
+                if mode == "flush":
+                    (o_med, o_p10, o_p90), _ = time_flushed(
+                        lambda x=xs[0]: plan.run_into(x, outs, ranges=rg), flush, args.reps, args.launches)
+                else:
+                    fns = [(lambda x=xs[i % ncopies]: plan.run_into(x, outs, ranges=rg)) for i in range(per_graph)]
+                    o_med, o_p10, o_p90 = time_graph(fns, args.reps)
+                row.update({"ours_us": o_med, "ours_p10": o_p10, "ours_p90": o_p90, "variant": plan.variant,
+                            "dispatch": plan.dispatch, "exact": ok, "speedup": t_med / o_med})
+            rows.append(row)
+        del xs, plan, outs, rg
         torch.cuda.empty_cache()
 
     print()
     if lib is None:
-        print(f"| workload | batch x n, k | torch.topk | target |")
-        print(f"| --- | --- | --- | --- |")
+        print(f"| workload | batch x n, k | L2 | torch.topk | target |")
+        print(f"| --- | --- | --- | --- | --- |")
         for r in rows:
             print(f"| {r['workload']} | {r['batch']} x {r['n']}, {r['k']}{', bf16' if r['dtype']=='bf16' else ''} "
-                  f"| {r['torch_us']:.1f} us | {r['target_us']} us |")
+                  f"| {r['l2']} | {r['torch_us']:.1f} us | {r['target_us']} us |")
     else:
-        print("| workload | batch x n, k | torch.topk | topk-tune | speed-up | target | met | exact | variant (dispatch) |")
-        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        print("| workload | batch x n, k | L2 | torch.topk | topk-tune | speed-up | target | met | exact "
+              "| variant (dispatch) |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         for r in rows:
             met = "yes" if r["ours_us"] <= r["target_us"] else "no"
             print(f"| {r['workload']} | {r['batch']} x {r['n']}, {r['k']}{', bf16' if r['dtype']=='bf16' else ''}"
-                  f"{', values' if r['values'] else ''} | {r['torch_us']:.1f} us | {r['ours_us']:.2f} us "
+                  f"{', values' if r['values'] else ''} | {r['l2']} | {r['torch_us']:.1f} us | {r['ours_us']:.2f} us "
                   f"[{r['ours_p10']:.2f}, {r['ours_p90']:.2f}] | {r['speedup']:.1f}x | {r['target_us']} us | {met} "
                   f"| {r['exact']} | {r['variant']} ({r['dispatch']}) |")
         print()
         print(f"Achieved input bandwidth (input bytes read once / median) against the copy's "
-              f"{copy_bw / 1e12:.2f} TB/s; L2-hot rows are bounded by L2, not HBM:")
+              f"{copy_bw / 1e12:.2f} TB/s; L2-hot rows are bounded by L2, not HBM"
+              f"{', flushed rows by HBM' if flush_bytes else ''}:")
         print("| shape | input | topk-tune | vs copy | torch.topk | vs copy |")
         print("| --- | --- | --- | --- | --- | --- |")
         for r in rows:
@@ -183,8 +266,8 @@ def main():
                   f"| {100 * theirs / copy_bw:.0f}% |")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"device": dev, "torch": torch.__version__, "copy_tbs": copy_bw / 1e12, "rows": rows}, f,
-                      indent=1)
+            json.dump({"device": dev, "torch": torch.__version__, "copy_tbs": copy_bw / 1e12, "l2_bytes": l2_bytes,
+                       "l2_flush": args.l2_flush, "flush_bytes": flush_bytes, "rows": rows}, f, indent=1)
     if args.baselines_out:
         write_baselines(args.baselines_out, rows)
 
@@ -201,6 +284,10 @@ def write_baselines(path, rows):
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
     with open(path, "w") as f:
         for r in rows:
+            if r["l2"] == "flush":
+                # The baselines table keys by problem, not L2 mode; the tuner's
+                # measurements of these shapes are hot or rotated, so those rows stand.
+                continue
             flags = "|".join(["largest", "ranges" if r["ranges"] else "noranges",
                               "values" if r["values"] else "novalues", "unsorted"])
             key = f"{r['dtype']}|b{r['batch']}|n{r['n']}|k{r['k']}|{flags}"

@@ -74,8 +74,8 @@ for stage in "$@"; do
       tune_targets targets "$DB" "${BUDGET:-10}" ;;
     verify)  # winners re-checked and re-timed in a fresh process
       TAIL=40 run verify 600 "$T" verify --db "$DB" ;;
-    compare)  # the issue-6 table: the runtime against torch.topk, same tensors, same run
-      TAIL=26 run compare 600 python3 bench/compare_torch.py --db "$DB" --json "$LOGS/compare.json" \
+    compare)  # the issue-6 table: the runtime against torch.topk, same tensors, same run; DSA also L2-flushed
+      TAIL=34 run compare 600 python3 bench/compare_torch.py --db "$DB" --l2-flush --json "$LOGS/compare.json" \
         --baselines-out "$LOGS/torch_baselines.jsonl"
       run import-baselines 120 "$T" import "$LOGS/torch_baselines.jsonl" --db "$DB" ;;
     report)
