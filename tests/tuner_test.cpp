@@ -3,6 +3,7 @@
 // real SQLite one.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <filesystem>
@@ -318,6 +319,21 @@ TEST_F(TunerTest, BudgetedLocalSearchFindsTheMinimumWithoutTheWholeSpace) {
   EXPECT_EQ(s->winner_id, Best().Id());
 }
 
+// Regression: with a small budget the search measured no filter config of
+// 128 x 131072, k 2048, so the robust objective never saw the family that
+// does not collapse. The search now starts with one config of every family.
+TEST_F(TunerTest, BudgetedSearchOfTwoCandidatesStillMeasuresTheFlatFamily) {
+  opt_.strategy = "budget";
+  opt_.budget_s = 1e9;
+  opt_.max_candidates = 2;        // the default and one more
+  opt_.objective = "robust";
+  eval_.other_us = 15;            // the filter family: flat
+  eval_.radix_adversarial = 3.0;  // radix: 3x on adversarial inputs
+  auto s = Tune(opt_);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->winner_id.rfind("filter_", 0), 0u) << s->winner_id;
+}
+
 TEST_F(TunerTest, InjectedFaultsAreRecordedNotWinners) {
   opt_.strategy = "exhaustive";
   opt_.max_candidates = 5;
@@ -408,6 +424,61 @@ TEST(SearchTest, LocalSearchProposesEachOnceAndMovesTowardsBetterNeighbours) {
   EXPECT_EQ(seen.size(), space.size());
   EXPECT_GE(first_improvement_at, 0);
   EXPECT_DOUBLE_EQ(best, 1.0 + 256 / 1024.0);
+}
+
+// The default, then one config of every other family, before any random
+// start: neighbours never cross families, so a family without a start could
+// go unmeasured under a small budget.
+TEST(SearchTest, LocalSearchStartsWithOneConfigOfEveryFamily) {
+  const gen::Arch arch = gen::Arch::Sm90();
+  std::vector<gen::Config> space = gen::Enumerate(Shape(), arch);  // radix and filter
+  Problem moe;
+  moe.batch = 4096;
+  moe.n = 256;
+  moe.k = 8;
+  gen::SpaceOptions warp_only;
+  warp_only.families = {"warp"};
+  const auto warp = gen::Enumerate(moe, arch, warp_only);
+  ASSERT_FALSE(warp.empty());
+  space.insert(space.end(), warp.begin(), warp.end());
+  std::map<std::string, int> in_space;
+  for (const gen::Config& c : space) ++in_space[c.family];
+  ASSERT_EQ(in_space.size(), 3u);
+  ASSERT_GT(in_space["radix"], 5 * (in_space["filter"] + in_space["warp"]));  // random starts: mostly radix
+  const gen::Config def = gen::DefaultConfig(Shape(), arch);
+  ASSERT_EQ(def.family, "radix");
+  const int start = static_cast<int>(std::find(space.begin(), space.end(), def) - space.begin());
+  ASSERT_LT(static_cast<size_t>(start), space.size());
+  for (uint64_t seed : {1, 42, 7777}) {
+    auto s = MakeLocalSearch(space, start, seed);
+    ASSERT_EQ(s->Next(), start);
+    std::set<std::string> families = {"radix"};
+    for (int n = 0; n < 2; ++n) {
+      const int i = s->Next();
+      ASSERT_GE(i, 0);
+      EXPECT_TRUE(families.insert(space[static_cast<size_t>(i)].family).second) << space[static_cast<size_t>(i)].Id();
+      s->Report(i, 1.0);
+    }
+    EXPECT_EQ(families, (std::set<std::string>{"radix", "filter", "warp"})) << "seed " << seed;
+  }
+}
+
+// A family's start is its most central config, whatever the seed; with no
+// default every family gets one, in the order they appear.
+TEST(SearchTest, LocalSearchFamilyStartIsTheMostCentralConfig) {
+  std::vector<gen::Config> space;
+  for (int x : {1, 2, 4, 8, 16})
+    for (int y : {0, 1, 2}) space.push_back(gen::Config{"a", DType::kF32, {{"x", x}, {"y", y}}});
+  for (int z : {32, 64, 128, 256}) space.push_back(gen::Config{"b", DType::kF32, {{"z", z}}});
+  for (uint64_t seed : {1, 2, 3}) {
+    auto s = MakeLocalSearch(space, 0, seed);
+    EXPECT_EQ(s->Next(), 0);
+    const int b = s->Next();
+    EXPECT_EQ(space[static_cast<size_t>(b)], (gen::Config{"b", DType::kF32, {{"z", 64}}}));  // a tie: the first
+    auto none = MakeLocalSearch(space, -1, seed);
+    EXPECT_EQ(space[static_cast<size_t>(none->Next())], (gen::Config{"a", DType::kF32, {{"x", 4}, {"y", 1}}}));
+    EXPECT_EQ(none->Next(), b);
+  }
 }
 
 TEST(SearchTest, KnobDistanceCountsDifferingKnobs) {

@@ -26,10 +26,13 @@ class Strategy {
 // Every candidate once, `first` (the default configuration) first.
 std::unique_ptr<Strategy> MakeExhaustive(size_t n, int first);
 
-// Random starts plus local search: evaluate `start` and `random_starts`
-// random candidates, then repeatedly the unevaluated neighbours (configs
-// that differ in one knob) of the best so far, restarting from a random
-// unevaluated candidate at a local optimum. Ends when everything was tried.
+// Family starts, random starts, then local search: evaluate `start`, then
+// one candidate of every other family in the space (its most central config:
+// knob values nearest the middle of those the family takes in the space),
+// then `random_starts` random candidates, then repeatedly the unevaluated
+// neighbours (configs that differ in one knob) of the best so far,
+// restarting from a random unevaluated candidate at a local optimum. Ends
+// when everything was tried.
 std::unique_ptr<Strategy> MakeLocalSearch(const std::vector<gen::Config>& space, int start, uint64_t seed,
                                           int random_starts = 4);
 
