@@ -18,6 +18,12 @@ const std::vector<ParamSpec>& Specs() {
       {"unroll", "u", "16-byte loads per thread per step of the row", {1, 2}, true},
       {"radix_bits", "r", "digit width of the exact select that cuts the candidate list", {8, 11}, true},
       {"slack", "s", "steps of the row the candidate list holds beyond k (more: fewer cuts)", {1, 2, 4}, false},
+      {"cluster", "c", "CTAs per row (2-16: a thread-block cluster, slices kept in shared memory, a guessed threshold)",
+       {1, 2, 4, 8, 16}, true, 1},
+      {"sample", "p", "cluster mode: keys each CTA adds to the sample the threshold is guessed from", {128, 256}, false,
+       256},
+      {"margin", "m", "cluster mode: the guess's over-selection in percent of k (more: fewer retries, more candidates)",
+       {25, 50, 100}, false, 50},
   };
   return specs;
 }
@@ -30,7 +36,8 @@ class Filter final : public Family {
   }
   const std::string& summary() const override {
     static const std::string s =
-        "one read of the row, a running threshold, an exact cut of the candidates: robust to the value distribution";
+        "one read of the row, a running or guessed threshold, an exact select of the candidates: robust to the value "
+        "distribution";
     return s;
   }
   const std::vector<ParamSpec>& params() const override { return Specs(); }
@@ -47,6 +54,30 @@ class Filter final : public Family {
     if (c.tile() > c.max_capacity())
       return Broken("capacity", "a step of " + std::to_string(c.tile()) + " elements exceeds the list's " +
                                     std::to_string(c.max_capacity()));
+    if (c.cluster < 1 || c.cluster > 16 || (c.cluster & (c.cluster - 1)) != 0)
+      return Broken("cluster", "cluster must be 1, 2, 4, 8 or 16, got " + std::to_string(c.cluster));
+    if (c.cluster > 1 && !arch.clusters())
+      return Broken("cluster", "thread-block clusters need sm_90 or newer, not " + arch.Name());
+    if (c.cluster > arch.max_cluster())
+      return Broken("cluster", "cluster " + std::to_string(c.cluster) + " exceeds " + arch.Name() + "'s maximum");
+    if (c.cluster == 1) {
+      // One CTA per row has no sample: the cluster-mode knobs stay at their
+      // defaults, so that one launch has one id.
+      if (c.sample != FilterParams{}.sample || c.margin != FilterParams{}.margin)
+        return Broken("cluster", "sample and margin apply to cluster mode only (cluster 2-16), got cluster 1 with sample " +
+                                     std::to_string(c.sample) + ", margin " + std::to_string(c.margin));
+    } else {
+      if (c.sample < 16 || c.sample > 4096)
+        return Broken("sample", "sample must be in [16, 4096] keys per CTA, got " + std::to_string(c.sample));
+      if (c.sample * c.cluster > c.max_capacity())
+        return Broken("sample", "a sample of " + std::to_string(c.sample) + " x " + std::to_string(c.cluster) +
+                                    " CTAs exceeds the " + std::to_string(c.max_capacity()) +
+                                    " keys the threads hold while selecting (smaller sample or more threads)");
+      // A negative margin guesses too high on purpose: every row then takes
+      // the recovery rounds (tests).
+      if (c.margin < -90 || c.margin > 1000)
+        return Broken("margin", "margin must be in [-90, 1000] percent, got " + std::to_string(c.margin));
+    }
     return Status::Ok();
   }
 
@@ -56,7 +87,7 @@ class Filter final : public Family {
       return Broken("capacity", "k " + std::to_string(p.k) + " plus a step of " + std::to_string(c.tile()) +
                                     " elements exceeds the list's " + std::to_string(c.max_capacity()) +
                                     " (fewer threads per step, or more threads)");
-    const int smem = c.smem_bytes(p.k) + arch.static_smem_reserve;
+    const int smem = (c.cluster > 1 ? c.cluster_base_smem(p.k) : c.smem_bytes(p.k)) + arch.static_smem_reserve;
     if (smem > arch.max_smem_optin)
       return Broken("smem", "shared memory " + std::to_string(smem) + " B exceeds " + arch.Name() + "'s " +
                                 std::to_string(arch.max_smem_optin) + " B per block");
@@ -74,6 +105,24 @@ class Filter final : public Family {
             Config c = FilterParams{p.dtype, b, u, r, s}.ToConfig();
             if (Validate(c, arch).ok() && ValidateFor(c, arch, p).ok()) out.push_back(std::move(c));
           }
+    // Cluster mode where a row is long and the rows are few: every CTA keeps
+    // at least 2048 elements, the clusters fit the device about twice.
+    if (opts.include_cluster && arch.clusters())
+      for (int cl : {2, 4, 8, 16}) {
+        if (cl > arch.max_cluster() || p.n / cl < 2048 || p.batch * cl > 2 * arch.sm_count) continue;
+        for (int b : {512, 1024})
+          for (int u : Specs()[1].values)
+            for (int r : Specs()[2].values)
+              for (int sample : Specs()[5].values)
+                for (int margin : Specs()[6].values) {
+                  FilterParams f{p.dtype, b, u, r, 1};
+                  f.cluster = cl;
+                  f.sample = sample;
+                  f.margin = margin;
+                  Config c = f.ToConfig();
+                  if (Validate(c, arch).ok() && ValidateFor(c, arch, p).ok()) out.push_back(std::move(c));
+                }
+      }
     return out;
   }
 
@@ -85,6 +134,16 @@ class Filter final : public Family {
           Config c = FilterParams{dtype, b, u, r, 1}.ToConfig();
           if (Validate(c, arch).ok()) out.push_back(std::move(c));
         }
+    // The clustered binaries (one serves every cluster size).
+    if (arch.clusters())
+      for (int b : {512, 1024})
+        for (int u : Specs()[1].values)
+          for (int r : Specs()[2].values) {
+            FilterParams f{dtype, b, u, r, 1};
+            f.cluster = 2;
+            Config c = f.ToConfig();
+            if (Validate(c, arch).ok()) out.push_back(std::move(c));
+          }
     return out;
   }
 
@@ -98,6 +157,7 @@ class Filter final : public Family {
     const FilterParams c = FilterParams::Of(cfg);
     std::ostringstream s;
     s << "filter_" << DTypeName(c.dtype) << "_b" << c.block_threads << "_u" << c.unroll << "_r" << c.radix_bits;
+    if (c.cluster > 1) s << "_cN";
     return s.str();
   }
 
@@ -109,10 +169,11 @@ class Filter final : public Family {
     KernelSource s;
     s.key = KernelKey(cfg);
     s.file_name = s.key + ".cu";
-    s.name_expression = "topk::filter_kernel<" + pol.str() + ">";
+    const bool clustered = c.cluster > 1;
+    s.name_expression = std::string(clustered ? "topk::filter_cluster_kernel<" : "topk::filter_kernel<") + pol.str() + ">";
     std::ostringstream t;
     t << "// Generated by topk-tune: kernel " << s.key << ".\n"
-      << "#include \"topk/filter/filter_select.cuh\"\n\n"
+      << (clustered ? "#include \"topk/filter/filter_cluster.cuh\"\n\n" : "#include \"topk/filter/filter_select.cuh\"\n\n")
       << "namespace topk_generated {\n"
       << "using P = " << pol.str() << ";\n"
       << "static_assert(P::kHistSmem == " << c.hist_smem_bytes()
@@ -132,6 +193,17 @@ class Filter final : public Family {
     s.block = static_cast<unsigned>(c.block_threads);
     s.args.buffer = c.capacity(p.k);
     s.smem_bytes = c.smem_bytes(p.k);
+    if (c.cluster > 1) {
+      s.cluster = static_cast<unsigned>(c.cluster);
+      s.args.rounds = TOPK_FILTER_ROUNDS(c.margin, c.sample);
+      // The slices stay in shared memory when they fit beside the list;
+      // otherwise every round scans them from memory (L2).
+      const int base = c.cluster_base_smem(p.k);
+      const int64_t cache_bytes = c.slice(p.n) * DTypeSize(c.dtype);
+      const bool fits = base + cache_bytes + arch.static_smem_reserve <= arch.max_smem_optin;
+      s.args.cache_cap = fits ? static_cast<int>(c.slice(p.n)) : 0;
+      s.smem_bytes = base + (fits ? static_cast<int>(cache_bytes) : 0);
+    }
     s.args.smem_bytes = s.smem_bytes;
     return LaunchPlan{{s}};
   }
@@ -140,14 +212,19 @@ class Filter final : public Family {
 }  // namespace
 
 FilterParams FilterParams::Of(const Config& c) {
-  return FilterParams{c.dtype, c.Get("block_threads"), c.Get("unroll"), c.Get("radix_bits"), c.Get("slack")};
+  FilterParams f{c.dtype, c.Get("block_threads"), c.Get("unroll"), c.Get("radix_bits"), c.Get("slack")};
+  f.cluster = c.Get("cluster");
+  f.sample = c.Get("sample");
+  f.margin = c.Get("margin");
+  return f;
 }
 
 Config FilterParams::ToConfig() const {
   Config c;
   c.family = "filter";
   c.dtype = dtype;
-  c.params = {{"block_threads", block_threads}, {"unroll", unroll}, {"radix_bits", radix_bits}, {"slack", slack}};
+  c.params = {{"block_threads", block_threads}, {"unroll", unroll}, {"radix_bits", radix_bits}, {"slack", slack},
+              {"cluster", cluster},            {"sample", sample}, {"margin", margin}};
   return c;
 }
 
@@ -155,6 +232,12 @@ int FilterParams::max_capacity() const { return TOPK_FILTER_MAX_ITEMS * block_th
 
 int FilterParams::capacity(int64_t k) const {
   return static_cast<int>(std::min<int64_t>(max_capacity(), k + static_cast<int64_t>(slack) * tile()));
+}
+
+int FilterParams::cluster_base_smem(int64_t k) const {
+  // templates/topk/filter/filter_cluster.cuh, cluster_smem_bytes: histogram,
+  // sample, list, rounded to 16 bytes.
+  return (hist_smem_bytes() + sample * cluster * 4 + capacity(k) * 8 + 15) / 16 * 16;
 }
 
 std::shared_ptr<const Family> MakeFilterFamily() { return std::make_shared<Filter>(); }

@@ -1,7 +1,9 @@
 // The filter family: one CTA per row reads the row once and keeps the
 // elements above a running threshold in shared memory, cutting the list back
-// to k by an exact select when it fills (templates/topk/filter/). Robust to
-// shifted and few-valued inputs, where a digit-by-digit radix select is not.
+// to k by an exact select when it fills; or a thread-block cluster per row
+// keeps its slices in shared memory, guesses a threshold from a merged sample
+// and finishes exactly on the keys above it (templates/topk/filter/). Robust
+// to shifted and few-valued inputs, where a digit-by-digit radix select is not.
 #pragma once
 
 #include <memory>
@@ -17,6 +19,11 @@ struct FilterParams {
   int unroll = 2;           // [code] 16-byte loads per thread per step of the row
   int radix_bits = 11;      // [code] digit width of the exact select that cuts the list
   int slack = 2;            // steps of the row the list holds beyond k (capacity, a launch argument)
+  // Cluster mode (cluster > 1; one binary serves every size): the row split
+  // over a thread-block cluster, a threshold guessed from a merged sample.
+  int cluster = 1;          // [code: 1 or clustered] CTAs per row
+  int sample = 256;         // keys each CTA contributes to the sample (cluster mode)
+  int margin = 50;          // over-selection of the guess in percent of k (cluster mode)
 
   static FilterParams Of(const Config& c);
   Config ToConfig() const;
@@ -29,6 +36,10 @@ struct FilterParams {
   int capacity(int64_t k) const;
   int hist_smem_bytes() const { return (1 << radix_bits) * 4; }
   int smem_bytes(int64_t k) const { return hist_smem_bytes() + capacity(k) * 8; }
+  // Cluster mode: shared memory before the slice cache, and the slice
+  // length of a row of n (what the cache must hold to keep it all).
+  int cluster_base_smem(int64_t k) const;
+  int64_t slice(int64_t n) const { return ((n + cluster - 1) / cluster + 7) / 8 * 8; }
 };
 
 std::shared_ptr<const Family> MakeFilterFamily();

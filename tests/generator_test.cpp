@@ -700,6 +700,83 @@ TEST(FilterFamilyTest, ConstraintsEnumerationAndPlan) {
   EXPECT_NE(src.text.find("#include \"topk/filter/filter_select.cuh\""), std::string::npos);
 }
 
+// The filter family's cluster mode: ids (one-CTA ids unchanged), the one
+// clustered binary, constraints that name the broken knob, enumeration for
+// long rows only, and a plan that keeps the slices in shared memory when
+// they fit.
+TEST(FilterFamilyTest, ClusterModeIdsConstraintsAndPlan) {
+  const Arch arch = Arch::Sm90();
+  FilterParams c{DType::kF32, 1024, 1, 11, 1};
+  c.cluster = 16;
+  EXPECT_EQ(Config(c).Id(), "filter_f32_b1024_u1_r11_s1_c16");
+  EXPECT_EQ(Config(c).KernelKey(), "filter_f32_b1024_u1_r11_cN");
+  FilterParams c8 = c;
+  c8.cluster = 8;
+  c8.sample = 128;
+  c8.margin = -50;
+  EXPECT_EQ(Config(c8).Id(), "filter_f32_b1024_u1_r11_s1_c8_p128_m-50");
+  EXPECT_EQ(Config(c8).KernelKey(), Config(c).KernelKey());  // one binary for every size
+  auto back = Config::FromId("filter_f32_b1024_u1_r11_s1_c8_p128_m-50");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, Config(c8));
+  // The one-CTA id reads back as cluster 1 with the default sample and margin.
+  auto one = Config::FromId("filter_f32_b512_u2_r11_s2");
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(FilterParams::Of(*one).cluster, 1);
+  EXPECT_EQ(Config(FilterParams::Of(*one)).Id(), "filter_f32_b512_u2_r11_s2");
+
+  auto broken = [&](auto f) {
+    FilterParams x = c;
+    f(x);
+    return Validate(x, arch).where();
+  };
+  EXPECT_EQ(broken([](FilterParams& x) { x.cluster = 3; }), "constraint cluster");
+  EXPECT_EQ(broken([](FilterParams& x) { x.cluster = 32; }), "constraint cluster");
+  EXPECT_EQ(broken([](FilterParams& x) { x.cluster = 1, x.sample = 128; }), "constraint cluster");
+  EXPECT_EQ(broken([](FilterParams& x) { x.sample = 8; }), "constraint sample");
+  EXPECT_EQ(broken([](FilterParams& x) { x.block_threads = 256, x.sample = 512; }), "constraint sample");
+  EXPECT_EQ(broken([](FilterParams& x) { x.margin = -95; }), "constraint margin");
+  EXPECT_EQ(Validate(c, Arch::Sm80()).where(), "constraint cluster");
+
+  // Long single rows get clusters; many rows and short rows do not.
+  SpaceOptions only;
+  only.families = {"filter"};
+  auto clustered = [&](const Problem& p) {
+    int n = 0;
+    for (const Config& x : Enumerate(p, arch, only)) {
+      EXPECT_TRUE(ValidateFor(x, arch, p).ok()) << x.Id();
+      n += FilterParams::Of(x).cluster > 1;
+    }
+    return n;
+  };
+  EXPECT_GT(clustered(Prob(DType::kF32, 1, 524288, 2048)), 0);
+  EXPECT_EQ(clustered(Prob(DType::kF32, 1024, 131072, 2048)), 0);
+  EXPECT_EQ(clustered(Prob(DType::kF32, 1, 3000, 128)), 0);
+  SpaceOptions no_cluster = only;
+  no_cluster.include_cluster = false;
+  for (const Config& x : Enumerate(Prob(DType::kF32, 1, 524288, 2048), arch, no_cluster))
+    EXPECT_EQ(FilterParams::Of(x).cluster, 1) << x.Id();
+
+  // 1 x 524288 over 16 CTAs: slices of 32768 keys stay in shared memory.
+  const Stage s = PlanLaunch(c, Prob(DType::kF32, 1, 524288, 2048), arch).stages.at(0);
+  EXPECT_EQ(s.cluster, 16u);
+  EXPECT_EQ(s.Grid(1), 16u);
+  EXPECT_EQ(s.Grid(3), 48u);
+  EXPECT_EQ(s.args.buffer, 2048 + 4096);
+  EXPECT_EQ(s.args.cache_cap, 32768);
+  EXPECT_EQ(s.args.rounds, TOPK_FILTER_ROUNDS(50, 256));
+  EXPECT_EQ(s.smem_bytes, c.cluster_base_smem(2048) + 32768 * 4);
+  EXPECT_EQ(c.cluster_base_smem(2048), 2048 * 4 + 256 * 16 * 4 + 6144 * 8);
+  EXPECT_LE(s.smem_bytes + arch.static_smem_reserve, arch.max_smem_optin);
+  // Slices too long for shared memory are scanned from memory.
+  const Stage far = PlanLaunch(c, Prob(DType::kF32, 1, 4 << 20, 2048), arch).stages.at(0);
+  EXPECT_EQ(far.args.cache_cap, 0);
+  EXPECT_EQ(far.smem_bytes, c.cluster_base_smem(2048));
+  const KernelSource src = GenerateSource(c);
+  EXPECT_EQ(src.name_expression, "topk::filter_cluster_kernel<topk::filter::Policy<0, 1024, 1, 11>>");
+  EXPECT_NE(src.text.find("#include \"topk/filter/filter_cluster.cuh\""), std::string::npos);
+}
+
 TEST(ProblemTest, ValidateNamesTheField) {
   Problem p = Prob(DType::kF32, 1, 100, 5);
   EXPECT_TRUE(p.Validate().ok());

@@ -227,19 +227,37 @@ class GpuKernelsTest : public ::testing::Test {
   std::vector<Config> Variants(const Config& kernel, std::vector<const Knobs*>* knobs_out) {
     std::vector<Config> out;
     if (kernel.family != "radix") {
-      // Every value of every launch-argument parameter, one at a time.
-      out.push_back(kernel);
-      knobs_out->push_back(nullptr);
       const gen::Family* f = kernel.family_ptr();
-      for (const gen::ParamSpec& ps : f ? f->params() : std::vector<gen::ParamSpec>{})
-        if (!ps.code)
-          for (int v : ps.values) {
-            Config c = kernel;
-            c.Set(ps.name, v);
-            if (c == kernel || !gen::Validate(c, info_.ToArch()).ok()) continue;
-            out.push_back(c);
-            knobs_out->push_back(nullptr);
+      const std::vector<gen::ParamSpec> specs = f ? f->params() : std::vector<gen::ParamSpec>{};
+      // A clustered binary serves every cluster size: each size as it is,
+      // and at 16 (the shortest slices) every launch-argument value.
+      std::vector<int> sizes = {0};
+      const bool clustered = std::any_of(specs.begin(), specs.end(), [](const gen::ParamSpec& ps) {
+        return ps.name == "cluster";
+      }) && kernel.Get("cluster") > 1;
+      if (clustered) sizes = subset_ ? std::vector<int>{2, 8} : std::vector<int>{2, 4, 8, 16};
+      for (int size : sizes) {
+        Config base = kernel;
+        if (size) base.Set("cluster", size);
+        out.push_back(base);
+        knobs_out->push_back(nullptr);
+        if (size != sizes.back()) continue;
+        // Every value of every launch-argument parameter, one at a time; the
+        // cluster mode's margin also at -50 (every guess too high) and 1000
+        // (too low for large k): both recovery directions.
+        for (const gen::ParamSpec& ps : specs)
+          if (!ps.code) {
+            std::vector<int> values = ps.values;
+            if (clustered && ps.name == "margin") values.insert(values.end(), {-50, 1000});
+            for (int v : values) {
+              Config c = base;
+              c.Set(ps.name, v);
+              if (c == base || !gen::Validate(c, info_.ToArch()).ok()) continue;
+              out.push_back(c);
+              knobs_out->push_back(nullptr);
+            }
           }
+      }
       return out;
     }
     const gen::RadixParams rk = gen::RadixParams::Of(kernel);
@@ -268,10 +286,13 @@ class GpuKernelsTest : public ::testing::Test {
       for (const Config& c : kernels) {
         const bool warp = c.family == "warp", radix = c.family == "radix";
         const gen::RadixParams r = gen::RadixParams::Of(c);
-        const bool pick = (warp && c.Get("block_threads") == 256 && c.Get("items") == 8) ||
+        bool pick = (warp && c.Get("block_threads") == 256 && c.Get("items") == 8) ||
                           (radix && r.block_threads == 512 && r.radix_bits == 11 && !r.half_first) ||
                           (radix && r.block_threads == 256 && r.radix_bits == 8 && r.half_first && r.cluster == 1) ||
                           (!warp && !radix);
+        // One clustered filter binary (its sizes 2 and 8 in Variants).
+        if (c.family == "filter" && c.Get("cluster") > 1)
+          pick = c.Get("block_threads") == 512 && c.Get("unroll") == 1 && c.Get("radix_bits") == 11;
         if (pick) keep.push_back(c);
       }
       kernels = keep;

@@ -12,9 +12,13 @@
 #      through the Python package;
 #   5. (filter) the eight shapes on normal, shifted (+100), plateau (70%
 #      zeros) and 16-valued inputs: the radix winner against filter-family
-#      variants, each verified exact first, in the same run.
+#      variants, each verified exact first, in the same run;
+#   6. (cluster) the filter family's cluster mode: the long-row shapes on the
+#      four inputs, radix winners beside cluster variants (timed alone,
+#      first), then every clustered binary exact in every dtype and the
+#      sanitizers on its subset.
 # Logs under $OUT; the summary is printed.
-#   scripts/device/family-check.sh [probe] [tests] [python] [legacy] [filter]   (default: all)
+#   scripts/device/family-check.sh [probe] [tests] [python] [legacy] [filter] [cluster]   (default: the first five)
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 : >"$SUMMARY"
@@ -108,6 +112,35 @@ for dt, b, n, k, values in (('f32', 64, 4096, 128, False), ('f32', 4096, 256, 8,
       done
       log "--- filter family against the radix winners (us)"
       grep -E "^\S|  \S+ +[0-9.]+ us|WRONG|compile" "$OUT/filter.log" | grep -vE "^device|^rc=0" | head -150 >>"$SUMMARY" ;;
+    cluster)
+      cp -n "$B"/cubins/* "$TOPK_TEST_TMP/cubins/" 2>/dev/null
+      CLUSTER_SHAPES=${CLUSTER_SHAPES:-"f32:1x131072:2048:ranges|radix_f32_b512_r11_h0_s4096_c16_t1_m1|filter_f32_b1024_u1_r11_s1_c16 filter_f32_b512_u1_r11_s1_c16 filter_f32_b1024_u1_r8_s1_c16 filter_f32_b1024_u1_r11_s1_c8 filter_f32_b1024_u1_r11_s1_c16_p128_m25
+f32:1x524288:2048:ranges|radix_f32_b1024_r11_h0_s4096_c16_t1_m1|filter_f32_b1024_u1_r11_s1_c16 filter_f32_b1024_u2_r11_s1_c16 filter_f32_b512_u1_r11_s1_c16 filter_f32_b1024_u1_r8_s1_c16 filter_f32_b1024_u1_r11_s1_c16_p128_m25
+f32:64x32768:2048:ranges|radix_f32_b1024_r11_h0_s1024_c2_t1_m1|filter_f32_b1024_u1_r11_s1_c2 filter_f32_b1024_u1_r11_s1_c4 filter_f32_b512_u1_r11_s1_c4
+bf16:8x201088:64:values:dist=logits|default|filter_bf16_b1024_u1_r11_s1_c8 filter_bf16_b1024_u1_r11_s1_c16"}
+      while IFS='|' read -r shape radix ids; do
+        [[ -z $shape ]] && continue
+        base=${shape%%:dist=*}
+        args=()
+        for d in normal shifted plateau distinct16; do
+          dd=$d
+          [[ $d == normal && $shape == *dist=logits* ]] && dd=logits
+          args+=(--shape "$base:dist=$dd")
+        done
+        vs=(--variant "$radix")
+        for f in $ids; do vs+=(--variant "$f"); done
+        timeout 200 "$B/bin/topk-probe" "${args[@]}" "${vs[@]}" --cubins "$TOPK_TEST_TMP/cubins" >>"$OUT/cluster.log" 2>&1
+        echo "rc=$?" >>"$OUT/cluster.log"
+      done <<<"$CLUSTER_SHAPES"
+      log "--- cluster mode against the radix winners (us)"
+      grep -E "^\S|  \S+ +[0-9.]+ us|WRONG|compile|rror" "$OUT/cluster.log" | grep -vE "^device|^rc=0" | head -120 >>"$SUMMARY"
+      for f in F32 F16 BF16; do
+        TOPK_TEST_VARIANT=_s1_c2 TAIL=5 run "cluster-kernels-$f" 200 "$B/bin/gpu_kernels_test" --gtest_filter="*Every${f}*"
+      done
+      TOPK_TEST_VARIANT=_s1_c2 TOPK_TEST_SUBSET=sanitizer TAIL=6 run cluster-memcheck 240 compute-sanitizer --tool memcheck \
+        --error-exitcode 9 "$B/bin/gpu_kernels_test" --gtest_filter='*F32*:*BF16*'
+      TOPK_TEST_VARIANT=_s1_c2 TOPK_TEST_SUBSET=sanitizer TAIL=6 run cluster-racecheck 240 compute-sanitizer --tool racecheck \
+        --racecheck-report hazard --error-exitcode 9 "$B/bin/gpu_kernels_test" --gtest_filter='*F32*' ;;
     *) log "unknown stage $stage" ;;
   esac
 done

@@ -21,6 +21,11 @@
 // many times the block size.
 #define TOPK_FILTER_MAX_ITEMS 16
 
+// The filter family's cluster mode packs two knobs into TopkArgs::rounds: the
+// over-selection margin in percent (-1000..3095, stored plus 1000) and the
+// sample per CTA.
+#define TOPK_FILTER_ROUNDS(margin, sample) (((margin) + 1000) | ((sample) << 12))
+
 // Whether a one-CTA kernel's first pass captures candidates speculatively
 // (RowSelect, radix/driver.cuh): a buffer of at least 512 with room for
 // k + k/4 + 64 of them. The runtime's buffer adaptation uses the same rule.

@@ -1,0 +1,358 @@
+// The filter family's cluster mode: a thread-block cluster per row. Each CTA
+// copies its slice of the row into shared memory (the row is read from
+// memory once), sends a sample of it to every CTA, and every CTA selects the
+// same threshold guess from the merged sample: the key whose rank in the
+// sample stands for about k (1 + margin) elements of the row. One scan of the
+// slices counts the keys above the guess and equal to it, appending those
+// above to the leader's candidate list through distributed shared memory.
+// Then, with G keys above and E equal:
+//
+//   k <= G <= capacity   the leader selects the top k of its list exactly;
+//   G < k <= G + E       the guess is the k-th key: the list is output whole
+//                        and k - G of the ties fill the rest;
+//   otherwise            the guess was too high (G + E < k) or too low
+//                        (G > capacity): the k-th key lies strictly between
+//                        the bounds found so far, and the next guess halves
+//                        the interval (at most 1 + key bits rounds, each a
+//                        scan of shared memory).
+//
+// The guess is a key, not a digit of it, so a shifted or few-valued row costs
+// what a normal one does: a plateau or a few distinct values end in the
+// second case. Exact always: the list holds every key above the guess; ties
+// at the k-th key are taken by arrival (deterministic mode orders them
+// afterwards, ties.cuh).
+#pragma once
+#include "topk/filter/filter_select.cuh"
+#include "topk/radix/cluster.cuh"
+
+namespace topk {
+namespace filter {
+
+// Launch arguments of the cluster mode (TopkArgs): `buffer` is the leader's
+// list capacity, `cache_cap` the slice length kept in shared memory (a longer
+// slice is scanned from memory each round), `rounds` packs the sample size per
+// CTA and the over-selection margin (TOPK_FILTER_ROUNDS, args.h).
+__host__ __device__ constexpr int cluster_smem_bytes(int hist_bytes, int sample_total, int capacity,
+                                                     int cache_bytes) {
+  return ((hist_bytes + sample_total * 4 + capacity * 8 + 15) & ~15) + cache_bytes;
+}
+
+constexpr int kClusterMaxRounds = 36;  // one guess, then at most 33 halvings of a 32-bit key interval
+
+struct ClusterControl {
+  u32 gt[kClusterMaxRounds];  // leader: keys above each round's guess (and list slots taken)
+  u32 eq[kClusterMaxRounds];  // leader: keys equal to it
+  u32 ties;                   // leader: ties claimed by the final fill
+  u32 placed, taken;          // leader: output slots of the final select
+  u32 G, E;                   // this CTA's copy of the round's totals
+  ThresholdResult res;
+  u32 scratch[64];
+};
+
+// Static shared memory stays within the host's reserve (Arch::static_smem_reserve).
+static_assert(sizeof(ClusterControl) <= 1024, "cluster control block");
+
+__device__ __forceinline__ void dsmem_store(u32 addr, u32 v) {
+  asm volatile("st.shared::cluster.u32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+}
+
+template <class P>
+struct ClusterFilter {
+  using K = Keys<P::kDtype>;
+  using Raw = typename K::Raw;
+  using CL = Cluster<2>;
+  static constexpr int T = P::kBlock;
+  static constexpr int V = P::kVec;
+  static constexpr int NB = P::kBins;
+  static constexpr int KB = P::kKeyBits;
+  static constexpr int kItems = P::kMaxItems;
+  static constexpr int kScanUnroll = 4;
+
+  ClusterControl* ctl;
+  u32* hist;
+  u32 flip;
+
+  // The key of rank `rank` (1 = largest) among `count` keys held kItems per
+  // thread (entry tid + j T), and in *need how many keys equal to it rank at
+  // or above `rank`. Requires 1 <= rank <= count. Every thread calls it.
+  __device__ u32 select(const u32 (&key)[kItems], int count, u32 rank, u32* need_out) {
+    u32 prefix = 0;
+    u32 need = rank;
+#pragma unroll 1
+    for (int pass = 0; pass < P::kPasses; ++pass) {
+      const int hi = KB - pass * P::kRadix;
+      const int lo = hi - P::kRadix > 0 ? hi - P::kRadix : 0;
+      const u32 mask = (1u << (hi - lo)) - 1u;
+      for (int b = threadIdx.x; b < NB; b += T) hist[b] = 0;
+      __syncthreads();
+#pragma unroll
+      for (int j = 0; j < kItems; ++j) {
+        const int i = static_cast<int>(threadIdx.x) + j * T;
+        const bool same = hi >= 32 || (key[j] >> hi) == (prefix >> hi);
+        if (i < count && same) atomicAdd(&hist[(key[j] >> lo) & mask], 1u);
+      }
+      __syncthreads();
+      const ThresholdResult r = find_threshold<T, NB>(hist, need, &ctl->res, ctl->scratch, nullptr);
+      need -= r.above;
+      prefix |= r.bin << lo;
+    }
+    *need_out = need;
+    return prefix;
+  }
+
+  // A warp's slots for the lanes with `flag`: one atomic on the counter at
+  // `addr` (a shared::cluster address). Returns this lane's slot, or -1.
+  // Every lane of the warp calls it.
+  __device__ __forceinline__ static int claim(bool flag, u32 addr) {
+    const u32 mask = __ballot_sync(kFullMask, flag);
+    if (mask == 0) return -1;
+    const int first = __ffs(mask) - 1;
+    u32 base = 0;
+    if (static_cast<int>(lane_id()) == first) base = CL::atomic_add(addr, static_cast<u32>(__popc(mask)));
+    base = __shfl_sync(kFullMask, base, first);
+    return flag ? static_cast<int>(base) + __popc(mask & lanemask_lt()) : -1;
+  }
+
+  // One round: counts this slice's keys above `guess` and equal to it into
+  // the leader's totals of `round`, appending those above to the leader's list.
+  __device__ void scan(const Raw* src, int len, int col0, u32 guess, int round, u32 lkeys, u32 lidx, int cap) {
+    const u32 gt_addr = CL::map(&ctl->gt[round], 0);
+    const u32 eq_addr = CL::map(&ctl->eq[round], 0);
+    u32 eq = 0;
+    for (int i0 = 0; i0 < len; i0 += T * kScanUnroll) {
+      u32 key[kScanUnroll];
+#pragma unroll
+      for (int u = 0; u < kScanUnroll; ++u) {
+        const int j = i0 + u * T + static_cast<int>(threadIdx.x);
+        key[u] = j < len ? K::key_flip(static_cast<u32>(src[j]), flip) : 0u;
+      }
+#pragma unroll
+      for (int u = 0; u < kScanUnroll; ++u) {
+        const int j = i0 + u * T + static_cast<int>(threadIdx.x);
+        const bool ok = j < len;
+        eq += ok && key[u] == guess ? 1u : 0u;
+        const int pos = claim(ok && key[u] > guess, gt_addr);
+        if (pos >= 0 && pos < cap) {
+          dsmem_store(lkeys + 4u * static_cast<u32>(pos), key[u]);
+          dsmem_store(lidx + 4u * static_cast<u32>(pos), static_cast<u32>(col0 + j));
+        }
+      }
+    }
+    eq = __reduce_add_sync(kFullMask, eq);
+    if (lane_id() == 0 && eq) CL::atomic_add(eq_addr, eq);
+  }
+
+  __device__ void run(const TopkArgs& a, unsigned char* smem, ClusterControl* control) {
+    const u32 C = CL::size();
+    const u32 rank = CL::rank();
+    const int rowi = static_cast<int>(blockIdx.x / C);
+    const bool values = (a.flags & TOPK_FLAG_VALUES) != 0 && a.out_val != nullptr;
+    const int k = a.k;
+    flip = (a.flags & TOPK_FLAG_SMALLEST) ? (KB == 32 ? ~0u : 0xffffu) : 0u;
+    const Raw* row = static_cast<const Raw*>(a.input) + static_cast<long long>(rowi) * a.row_stride;
+    int* out_idx = a.out_idx + static_cast<long long>(rowi) * k;
+    Raw* out_val = values ? static_cast<Raw*>(a.out_val) + static_cast<long long>(rowi) * k : nullptr;
+    const RowRange range = row_range(a, rowi);
+    const int L = range.end - range.start;
+    if (L <= k) {  // everything in range is selected; pad the rest (the whole cluster leaves here)
+      if (rank == 0) {
+        for (int j = threadIdx.x; j < L; j += T) {
+          out_idx[j] = range.start + j;
+          if (values) out_val[j] = row[range.start + j];
+        }
+        pad_output(out_idx, out_val, L + static_cast<int>(threadIdx.x), k, T, static_cast<Raw>(K::kLowest));
+      }
+      return;
+    }
+    // Every CTA of the cluster must have started before any writes to its
+    // shared memory: arrive now, wait before the first remote store.
+    CL::arrive_relaxed();
+    const int cap = a.buffer;
+    const int margin = (a.rounds & 0xfff) - 1000;
+    const int S = a.rounds >> 12;  // sample per CTA
+    const int ST = S * static_cast<int>(C);
+    {
+      // The launch must provide the layout the host computed; a mismatch is
+      // a host bug, and trapping beats corrupting shared memory.
+      u32 dyn;
+      asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
+      if (static_cast<int>(dyn) < cluster_smem_bytes(P::kHistSmem, ST, cap, a.cache_cap * static_cast<int>(sizeof(Raw))) ||
+          cap < k || cap > kItems * T || S < 1 || ST > kItems * T || a.cache_cap < 0)
+        __trap();
+    }
+    ctl = control;
+    hist = reinterpret_cast<u32*>(smem);
+    u32* sample = hist + NB;
+    u32* lkeys = sample + ST;
+    int* lidx = reinterpret_cast<int*>(lkeys + cap);
+    Raw* cache = reinterpret_cast<Raw*>(smem + cluster_smem_bytes(P::kHistSmem, ST, cap, 0));
+    for (int i = threadIdx.x; i < kClusterMaxRounds; i += T) {
+      ctl->gt[i] = 0;
+      ctl->eq[i] = 0;
+    }
+    if (threadIdx.x == 0) {
+      ctl->ties = 0;
+      ctl->placed = 0;
+      ctl->taken = 0;
+    }
+
+    // This CTA's slice: columns [col0, col0 + len), whole 8-element groups.
+    int chunk = (L + static_cast<int>(C) - 1) / static_cast<int>(C);
+    chunk = (chunk + 7) & ~7;
+    const int s0 = min(L, static_cast<int>(rank) * chunk);
+    const int len = min(L, s0 + chunk) - s0;
+    const int col0 = range.start + s0;
+    const Raw* g = row + col0;
+    const bool cached = len <= a.cache_cap;
+    if (cached) {
+      // Scalar head to 16-byte alignment, a vector body, a scalar tail;
+      // 2 x unroll 16-byte loads in flight per thread.
+      const unsigned long long addr = reinterpret_cast<unsigned long long>(g);
+      int head = static_cast<int>(((16u - (addr & 15u)) & 15u) / sizeof(Raw));
+      if (head > len) head = len;
+      const int nvec = (len - head) / V;
+      for (int j = threadIdx.x; j < head; j += T) cache[j] = g[j];
+      const uint4* body = reinterpret_cast<const uint4*>(g + head);
+      constexpr int U = 2 * P::kUnroll;
+      for (int v0 = 0; v0 < nvec; v0 += U * T) {
+        uint4 q[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          const int v = v0 + u * T + static_cast<int>(threadIdx.x);
+          q[u] = v < nvec ? body[v] : make_uint4(0u, 0u, 0u, 0u);
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          const int v = v0 + u * T + static_cast<int>(threadIdx.x);
+          if (v >= nvec) continue;
+          const u32 w[4] = {q[u].x, q[u].y, q[u].z, q[u].w};
+          Raw* dst = cache + head + v * V;
+#pragma unroll
+          for (int e = 0; e < V; ++e)
+            dst[e] = static_cast<Raw>(KB == 32 ? w[e] : (w[e / 2] >> (16 * (e % 2))) & 0xffffu);
+        }
+      }
+      for (int j = head + nvec * V + static_cast<int>(threadIdx.x); j < len; j += T) cache[j] = g[j];
+      __syncthreads();
+    }
+    const Raw* src = cached ? cache : g;
+
+    CL::wait();
+    // The sample: S evenly spaced keys of the slice (a placeholder key 0, which
+    // ranks last, from an empty slice), sent to every CTA.
+    for (int w = threadIdx.x; w < ST; w += T) {
+      const int q = w % S;
+      const u32 to = static_cast<u32>(w / S);
+      const u32 key = len > 0 ? K::key_flip(static_cast<u32>(src[static_cast<long long>(q) * len / S]), flip) : 0u;
+      dsmem_store(CL::map(&sample[static_cast<int>(rank) * S + q], to), key);
+    }
+    CL::sync();  // every sample in place, every counter zeroed
+
+    // The guess: the sample key that stands for about k (1 + margin) elements.
+    u32 guess;
+    {
+      u32 key[kItems];
+#pragma unroll
+      for (int j = 0; j < kItems; ++j) {
+        const int i = static_cast<int>(threadIdx.x) + j * T;
+        key[j] = i < ST ? sample[i] : 0u;
+      }
+      const float expect = static_cast<float>(k) * static_cast<float>(ST) / static_cast<float>(L);
+      int want = static_cast<int>(ceilf(expect * (1.0f + 0.01f * static_cast<float>(margin)) + 2.0f * sqrtf(expect))) + 1;
+      want = want < 1 ? 1 : (want > ST ? ST : want);
+      u32 need;
+      guess = select(key, ST, static_cast<u32>(want), &need);
+    }
+
+    const u32 lkeys_addr = CL::map(lkeys, 0);
+    const u32 lidx_addr = CL::map(lidx, 0);
+    long long lo = -1, hi = 1LL << KB;  // the k-th key lies in (lo, hi)
+    for (int round = 0;; ++round) {
+      scan(src, len, col0, guess, round, lkeys_addr, lidx_addr, cap);
+      CL::sync();  // the round's totals and list are complete
+      if (threadIdx.x == 0) {
+        ctl->G = CL::load(CL::map(&ctl->gt[round], 0));
+        ctl->E = CL::load(CL::map(&ctl->eq[round], 0));
+      }
+      __syncthreads();
+      const int G = static_cast<int>(ctl->G), E = static_cast<int>(ctl->E);
+      if (G >= k && G <= cap) {
+        // The leader selects k of its list; nobody touches another CTA's
+        // shared memory any more once every CTA has read the totals.
+        CL::arrive_relaxed();
+        if (rank == 0) finish_select(G, k, lkeys, lidx, row, out_idx, out_val);
+        CL::wait();
+        return;
+      }
+      if (G < k && G + E >= k) {
+        // The guess is the k-th key: the list whole, then k - G ties.
+        if (rank == 0)
+          for (int i = threadIdx.x; i < G; i += T) {
+            const int c = lidx[i];
+            out_idx[i] = c;
+            if (values) out_val[i] = row[c];
+          }
+        const u32 ties_addr = CL::map(&ctl->ties, 0);
+        for (int i0 = 0; i0 < len; i0 += T) {
+          const int j = i0 + static_cast<int>(threadIdx.x);
+          const bool tie = j < len && K::key_flip(static_cast<u32>(src[j]), flip) == guess;
+          const int t = claim(tie, ties_addr);
+          if (t >= 0 && t < k - G) {
+            out_idx[G + t] = col0 + j;
+            if (values) out_val[G + t] = src[j];
+          }
+        }
+        CL::sync();  // the leader's tie counter outlives every claim
+        return;
+      }
+      if (G + E < k) hi = guess;  // too high: fewer than k keys at or above it
+      else lo = guess;            // too low: more keys above it than the list holds
+      if (round + 1 >= kClusterMaxRounds) __trap();  // unreachable: the interval halves each round
+      guess = static_cast<u32>((lo + hi) / 2);
+    }
+  }
+
+  // Leader only: the top k of the list's `count` entries to the output.
+  __device__ void finish_select(int count, int k, const u32* lkeys, const int* lidx, const Raw* row, int* out_idx,
+                                Raw* out_val) {
+    u32 key[kItems];
+    int id[kItems];
+#pragma unroll
+    for (int j = 0; j < kItems; ++j) {
+      const int i = static_cast<int>(threadIdx.x) + j * T;
+      key[j] = i < count ? lkeys[i] : 0u;
+      id[j] = i < count ? lidx[i] : -1;
+    }
+    u32 need;
+    const u32 kth = select(key, count, static_cast<u32>(k), &need);
+    const int above = k - static_cast<int>(need);
+#pragma unroll
+    for (int j = 0; j < kItems; ++j) {
+      const int i = static_cast<int>(threadIdx.x) + j * T;
+      if (i >= count) continue;
+      int pos = -1;
+      if (key[j] > kth) {
+        pos = static_cast<int>(atomicAdd(&ctl->placed, 1u));
+      } else if (key[j] == kth) {
+        const int t = static_cast<int>(atomicAdd(&ctl->taken, 1u));
+        if (t < static_cast<int>(need)) pos = above + t;
+      }
+      if (pos >= 0) {
+        out_idx[pos] = id[j];
+        if (out_val) out_val[pos] = row[id[j]];
+      }
+    }
+  }
+};
+
+}  // namespace filter
+
+template <class P>
+__global__ void __launch_bounds__(P::kBlock, 1) filter_cluster_kernel(TopkArgs a) {
+  extern __shared__ __align__(16) unsigned char filter_smem[];
+  __shared__ filter::ClusterControl control;
+  filter::ClusterFilter<P> f;
+  f.run(a, filter_smem, &control);
+}
+
+}  // namespace topk
