@@ -20,8 +20,8 @@ const std::vector<ParamSpec>& Specs() {
       {"slack", "s", "steps of the row the candidate list holds beyond k (more: fewer cuts)", {1, 2, 4}, false},
       {"cluster", "c", "CTAs per row (2-16: a thread-block cluster, slices kept in shared memory, a guessed threshold)",
        {1, 2, 4, 8, 16}, true, 1},
-      {"sample", "p", "cluster mode: keys each CTA adds to the sample the threshold is guessed from", {128, 256}, false,
-       256},
+      {"sample", "p", "cluster mode: keys in the merged sample the threshold is guessed from (split over the CTAs)",
+       {1024, 2048, 4096}, false, 4096},
       {"margin", "m", "cluster mode: the guess's over-selection in percent of k (more: fewer retries, more candidates)",
        {25, 50, 100}, false, 50},
   };
@@ -67,12 +67,12 @@ class Filter final : public Family {
         return Broken("cluster", "sample and margin apply to cluster mode only (cluster 2-16), got cluster 1 with sample " +
                                      std::to_string(c.sample) + ", margin " + std::to_string(c.margin));
     } else {
-      if (c.sample < 16 || c.sample > 4096)
-        return Broken("sample", "sample must be in [16, 4096] keys per CTA, got " + std::to_string(c.sample));
-      if (c.sample * c.cluster > c.max_capacity())
-        return Broken("sample", "a sample of " + std::to_string(c.sample) + " x " + std::to_string(c.cluster) +
-                                    " CTAs exceeds the " + std::to_string(c.max_capacity()) +
-                                    " keys the threads hold while selecting (smaller sample or more threads)");
+      if (c.sample < 64 || c.sample > 16384 || (c.sample & (c.sample - 1)) != 0)
+        return Broken("sample", "sample must be a power of two in [64, 16384] keys, got " + std::to_string(c.sample));
+      if (c.sample > c.max_capacity())
+        return Broken("sample", "a sample of " + std::to_string(c.sample) + " keys exceeds the " +
+                                    std::to_string(c.max_capacity()) +
+                                    " the threads hold while selecting (smaller sample or more threads)");
       // A negative margin guesses too high on purpose: every row then takes
       // the recovery rounds (tests).
       if (c.margin < -90 || c.margin > 1000)
@@ -106,13 +106,14 @@ class Filter final : public Family {
             if (Validate(c, arch).ok() && ValidateFor(c, arch, p).ok()) out.push_back(std::move(c));
           }
     // Cluster mode where a row is long and the rows are few: every CTA keeps
-    // at least 2048 elements, the clusters fit the device about twice.
+    // at least 2048 elements, and every cluster is resident at once (a CTA
+    // takes an SM; a second wave doubled the time on the H100).
     if (opts.include_cluster && arch.clusters())
       for (int cl : {2, 4, 8, 16}) {
-        if (cl > arch.max_cluster() || p.n / cl < 2048 || p.batch * cl > 2 * arch.sm_count) continue;
+        if (cl > arch.max_cluster() || p.n / cl < 2048 || p.batch * cl > arch.sm_count) continue;
         for (int b : {512, 1024})
           for (int u : Specs()[1].values)
-            for (int r : Specs()[2].values)
+            for (int r : {11})  // the 8-bit select measured slower in every cluster case
               for (int sample : Specs()[5].values)
                 for (int margin : Specs()[6].values) {
                   FilterParams f{p.dtype, b, u, r, 1};
@@ -237,7 +238,7 @@ int FilterParams::capacity(int64_t k) const {
 int FilterParams::cluster_base_smem(int64_t k) const {
   // templates/topk/filter/filter_cluster.cuh, cluster_smem_bytes: histogram,
   // sample, list, rounded to 16 bytes.
-  return (hist_smem_bytes() + sample * cluster * 4 + capacity(k) * 8 + 15) / 16 * 16;
+  return (hist_smem_bytes() + sample * 4 + capacity(k) * 8 + 15) / 16 * 16;
 }
 
 std::shared_ptr<const Family> MakeFilterFamily() { return std::make_shared<Filter>(); }

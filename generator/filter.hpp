@@ -22,7 +22,7 @@ struct FilterParams {
   // Cluster mode (cluster > 1; one binary serves every size): the row split
   // over a thread-block cluster, a threshold guessed from a merged sample.
   int cluster = 1;          // [code: 1 or clustered] CTAs per row
-  int sample = 256;         // keys each CTA contributes to the sample (cluster mode)
+  int sample = 4096;        // keys in the merged sample, split over the CTAs (cluster mode)
   int margin = 50;          // over-selection of the guess in percent of k (cluster mode)
 
   static FilterParams Of(const Config& c);

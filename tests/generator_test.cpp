@@ -734,7 +734,8 @@ TEST(FilterFamilyTest, ClusterModeIdsConstraintsAndPlan) {
   EXPECT_EQ(broken([](FilterParams& x) { x.cluster = 32; }), "constraint cluster");
   EXPECT_EQ(broken([](FilterParams& x) { x.cluster = 1, x.sample = 128; }), "constraint cluster");
   EXPECT_EQ(broken([](FilterParams& x) { x.sample = 8; }), "constraint sample");
-  EXPECT_EQ(broken([](FilterParams& x) { x.block_threads = 256, x.sample = 512; }), "constraint sample");
+  EXPECT_EQ(broken([](FilterParams& x) { x.block_threads = 256, x.sample = 8192; }), "constraint sample");
+  EXPECT_EQ(broken([](FilterParams& x) { x.sample = 3000; }), "constraint sample");
   EXPECT_EQ(broken([](FilterParams& x) { x.margin = -95; }), "constraint margin");
   EXPECT_EQ(Validate(c, Arch::Sm80()).where(), "constraint cluster");
 
@@ -764,9 +765,9 @@ TEST(FilterFamilyTest, ClusterModeIdsConstraintsAndPlan) {
   EXPECT_EQ(s.Grid(3), 48u);
   EXPECT_EQ(s.args.buffer, 2048 + 4096);
   EXPECT_EQ(s.args.cache_cap, 32768);
-  EXPECT_EQ(s.args.rounds, TOPK_FILTER_ROUNDS(50, 256));
+  EXPECT_EQ(s.args.rounds, TOPK_FILTER_ROUNDS(50, 4096));
   EXPECT_EQ(s.smem_bytes, c.cluster_base_smem(2048) + 32768 * 4);
-  EXPECT_EQ(c.cluster_base_smem(2048), 2048 * 4 + 256 * 16 * 4 + 6144 * 8);
+  EXPECT_EQ(c.cluster_base_smem(2048), 2048 * 4 + 4096 * 4 + 6144 * 8);
   EXPECT_LE(s.smem_bytes + arch.static_smem_reserve, arch.max_smem_optin);
   // Slices too long for shared memory are scanned from memory.
   const Stage far = PlanLaunch(c, Prob(DType::kF32, 1, 4 << 20, 2048), arch).stages.at(0);

@@ -18,7 +18,7 @@
 #      first), then every clustered binary exact in every dtype and the
 #      sanitizers on its subset.
 # Logs under $OUT; the summary is printed.
-#   scripts/device/family-check.sh [probe] [tests] [python] [legacy] [filter] [cluster]   (default: the first five)
+#   scripts/device/family-check.sh [probe] [tests] [python] [legacy] [filter] [cluster] [cluster-phases]   (default: the first five)
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 : >"$SUMMARY"
@@ -114,8 +114,8 @@ for dt, b, n, k, values in (('f32', 64, 4096, 128, False), ('f32', 4096, 256, 8,
       grep -E "^\S|  \S+ +[0-9.]+ us|WRONG|compile" "$OUT/filter.log" | grep -vE "^device|^rc=0" | head -150 >>"$SUMMARY" ;;
     cluster)
       cp -n "$B"/cubins/* "$TOPK_TEST_TMP/cubins/" 2>/dev/null
-      CLUSTER_SHAPES=${CLUSTER_SHAPES:-"f32:1x131072:2048:ranges|radix_f32_b512_r11_h0_s4096_c16_t1_m1|filter_f32_b1024_u1_r11_s1_c16 filter_f32_b512_u1_r11_s1_c16 filter_f32_b1024_u1_r8_s1_c16 filter_f32_b1024_u1_r11_s1_c8 filter_f32_b1024_u1_r11_s1_c16_p128_m25
-f32:1x524288:2048:ranges|radix_f32_b1024_r11_h0_s4096_c16_t1_m1|filter_f32_b1024_u1_r11_s1_c16 filter_f32_b1024_u2_r11_s1_c16 filter_f32_b512_u1_r11_s1_c16 filter_f32_b1024_u1_r8_s1_c16 filter_f32_b1024_u1_r11_s1_c16_p128_m25
+      CLUSTER_SHAPES=${CLUSTER_SHAPES:-"f32:1x131072:2048:ranges|radix_f32_b512_r11_h0_s4096_c16_t1_m1|filter_f32_b1024_u1_r11_s1_c16 filter_f32_b512_u1_r11_s1_c16 filter_f32_b1024_u1_r8_s1_c16 filter_f32_b1024_u1_r11_s1_c8 filter_f32_b1024_u1_r11_s1_c16_p2048_m25
+f32:1x524288:2048:ranges|radix_f32_b1024_r11_h0_s4096_c16_t1_m1|filter_f32_b1024_u1_r11_s1_c16 filter_f32_b1024_u2_r11_s1_c16 filter_f32_b512_u1_r11_s1_c16 filter_f32_b1024_u1_r8_s1_c16 filter_f32_b1024_u1_r11_s1_c16_p2048_m25
 f32:64x32768:2048:ranges|radix_f32_b1024_r11_h0_s1024_c2_t1_m1|filter_f32_b1024_u1_r11_s1_c2 filter_f32_b1024_u1_r11_s1_c4 filter_f32_b512_u1_r11_s1_c4
 bf16:8x201088:64:values:dist=logits|default|filter_bf16_b1024_u1_r11_s1_c8 filter_bf16_b1024_u1_r11_s1_c16"}
       while IFS='|' read -r shape radix ids; do
@@ -141,6 +141,19 @@ bf16:8x201088:64:values:dist=logits|default|filter_bf16_b1024_u1_r11_s1_c8 filte
         --error-exitcode 9 "$B/bin/gpu_kernels_test" --gtest_filter='*F32*:*BF16*'
       TOPK_TEST_VARIANT=_s1_c2 TOPK_TEST_SUBSET=sanitizer TAIL=6 run cluster-racecheck 240 compute-sanitizer --tool racecheck \
         --racecheck-report hazard --error-exitcode 9 "$B/bin/gpu_kernels_test" --gtest_filter='*F32*' ;;
+    cluster-phases)  # phase times of cluster-mode variants (TOPK_STOP_AT, unverified)
+      PHASE_RUNS=${PHASE_RUNS:-"f32:1x131072:2048:ranges|filter_f32_b512_u1_r11_s1_c16
+f32:1x524288:2048:ranges|filter_f32_b1024_u2_r11_s1_c16"}
+      while IFS='|' read -r shape id; do
+        [[ -z $shape ]] && continue
+        for n in 1 2 3 4 full; do
+          def=()
+          [[ $n != full ]] && def=(--no-verify --define "TOPK_STOP_AT=$n")
+          r=$(timeout 120 "$B/bin/topk-probe" --shape "$shape" --variant "$id" "${def[@]}" --cubins "$TOPK_TEST_TMP/cubins" 2>&1 |
+            grep -E "  \S+ +[0-9.]+ us" | head -n1)
+          log "phase $shape $n: $r"
+        done
+      done <<<"$PHASE_RUNS" ;;
     *) log "unknown stage $stage" ;;
   esac
 done

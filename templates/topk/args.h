@@ -23,7 +23,7 @@
 
 // The filter family's cluster mode packs two knobs into TopkArgs::rounds: the
 // over-selection margin in percent (-1000..3095, stored plus 1000) and the
-// sample per CTA.
+// merged sample's size (split evenly over the cluster's CTAs).
 #define TOPK_FILTER_ROUNDS(margin, sample) (((margin) + 1000) | ((sample) << 12))
 
 // Whether a one-CTA kernel's first pass captures candidates speculatively

@@ -40,17 +40,34 @@ __host__ __device__ constexpr int cluster_smem_bytes(int hist_bytes, int sample_
 constexpr int kClusterMaxRounds = 36;  // one guess, then at most 33 halvings of a 32-bit key interval
 
 struct ClusterControl {
-  u32 gt[kClusterMaxRounds];  // leader: keys above each round's guess (and list slots taken)
-  u32 eq[kClusterMaxRounds];  // leader: keys equal to it
+  // Leader: per round, keys above the guess (and list slots taken) and keys
+  // equal to it, side by side so one 64-bit load reads both.
+  struct {
+    u32 gt, eq;
+  } round[kClusterMaxRounds];
   u32 ties;                   // leader: ties claimed by the final fill
   u32 placed, taken;          // leader: output slots of the final select
   u32 G, E;                   // this CTA's copy of the round's totals
+  u32 cta_eq;                 // this CTA's ties of the round, being summed
+  u32 my_eq;                  // the same, summed
+  u32 base;                   // this CTA's first slot in the leader's list (or tie block)
+  u32 local;                  // slots used within it
   ThresholdResult res;
   u32 scratch[64];
 };
 
 // Static shared memory stays within the host's reserve (Arch::static_smem_reserve).
 static_assert(sizeof(ClusterControl) <= 1024, "cluster control block");
+
+// TOPK_STOP_AT=N (a development define, topk-probe --define) returns at
+// phase boundary N for phase timings: 1 slice copied, 2 sample merged,
+// 3 guess selected, 4 first round counted. The output is then incomplete.
+#ifdef TOPK_STOP_AT
+#define TOPK_FILTER_STOP(n) \
+  if (TOPK_STOP_AT == (n)) return
+#else
+#define TOPK_FILTER_STOP(n) (void)0
+#endif
 
 __device__ __forceinline__ void dsmem_store(u32 addr, u32 v) {
   asm volatile("st.shared::cluster.u32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
@@ -75,11 +92,13 @@ struct ClusterFilter {
   // The key of rank `rank` (1 = largest) among `count` keys held kItems per
   // thread (entry tid + j T), and in *need how many keys equal to it rank at
   // or above `rank`. Requires 1 <= rank <= count. Every thread calls it.
-  __device__ u32 select(const u32 (&key)[kItems], int count, u32 rank, u32* need_out) {
+  // With fewer `passes` than the key needs, the result is the lowest key of
+  // the rank's bin at that depth (its low bits zero): a key near the rank.
+  __device__ u32 select(const u32 (&key)[kItems], int count, u32 rank, u32* need_out, int passes = P::kPasses) {
     u32 prefix = 0;
     u32 need = rank;
 #pragma unroll 1
-    for (int pass = 0; pass < P::kPasses; ++pass) {
+    for (int pass = 0; pass < passes; ++pass) {
       const int hi = KB - pass * P::kRadix;
       const int lo = hi - P::kRadix > 0 ? hi - P::kRadix : 0;
       const u32 mask = (1u << (hi - lo)) - 1u;
@@ -100,10 +119,21 @@ struct ClusterFilter {
     return prefix;
   }
 
-  // A warp's slots for the lanes with `flag`: one atomic on the counter at
-  // `addr` (a shared::cluster address). Returns this lane's slot, or -1.
-  // Every lane of the warp calls it.
-  __device__ __forceinline__ static int claim(bool flag, u32 addr) {
+  // A warp's slots for the lanes with `flag`: one atomic on the shared
+  // counter `c` of this CTA. Returns this lane's slot, or -1. Every lane of
+  // the warp calls it.
+  __device__ __forceinline__ static int claim(bool flag, u32* c) {
+    const u32 mask = __ballot_sync(kFullMask, flag);
+    if (mask == 0) return -1;
+    const int first = __ffs(mask) - 1;
+    u32 base = 0;
+    if (static_cast<int>(lane_id()) == first) base = atomicAdd(c, static_cast<u32>(__popc(mask)));
+    base = __shfl_sync(kFullMask, base, first);
+    return flag ? static_cast<int>(base) + __popc(mask & lanemask_lt()) : -1;
+  }
+
+  // The same on a counter at a shared::cluster address (the leader's).
+  __device__ __forceinline__ static int claim_remote(bool flag, u32 addr) {
     const u32 mask = __ballot_sync(kFullMask, flag);
     if (mask == 0) return -1;
     const int first = __ffs(mask) - 1;
@@ -114,10 +144,13 @@ struct ClusterFilter {
   }
 
   // One round: counts this slice's keys above `guess` and equal to it into
-  // the leader's totals of `round`, appending those above to the leader's list.
+  // the leader's totals of `round`, appending those above to the leader's
+  // list (one remote atomic per warp with any). A count-then-copy variant
+  // (one remote atomic per CTA, a second pass over the slice) measured
+  // slower on the H100.
   __device__ void scan(const Raw* src, int len, int col0, u32 guess, int round, u32 lkeys, u32 lidx, int cap) {
-    const u32 gt_addr = CL::map(&ctl->gt[round], 0);
-    const u32 eq_addr = CL::map(&ctl->eq[round], 0);
+    const u32 gt_addr = CL::map(&ctl->round[round].gt, 0);
+    const u32 eq_addr = CL::map(&ctl->round[round].eq, 0);
     u32 eq = 0;
     for (int i0 = 0; i0 < len; i0 += T * kScanUnroll) {
       u32 key[kScanUnroll];
@@ -131,7 +164,7 @@ struct ClusterFilter {
         const int j = i0 + u * T + static_cast<int>(threadIdx.x);
         const bool ok = j < len;
         eq += ok && key[u] == guess ? 1u : 0u;
-        const int pos = claim(ok && key[u] > guess, gt_addr);
+        const int pos = claim_remote(ok && key[u] > guess, gt_addr);
         if (pos >= 0 && pos < cap) {
           dsmem_store(lkeys + 4u * static_cast<u32>(pos), key[u]);
           dsmem_store(lidx + 4u * static_cast<u32>(pos), static_cast<u32>(col0 + j));
@@ -139,7 +172,29 @@ struct ClusterFilter {
       }
     }
     eq = __reduce_add_sync(kFullMask, eq);
-    if (lane_id() == 0 && eq) CL::atomic_add(eq_addr, eq);
+    if (lane_id() == 0 && eq) atomicAdd(&ctl->cta_eq, eq);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      ctl->my_eq = ctl->cta_eq;
+      ctl->cta_eq = 0;  // for the next round (its sums come after the cluster barrier)
+      if (ctl->my_eq) CL::atomic_add(eq_addr, ctl->my_eq);
+    }
+  }
+
+  // A key near rank *want (clamped to [1, ST]) among the ST keys of
+  // `sample`: the lowest key of that rank's bin after two digit passes (22
+  // bits of a 32-bit key; 16-bit keys are exact). A guess needs no more, and
+  // the last pass cost about a microsecond. Every thread calls it.
+  __device__ u32 guess_at(const u32* sample, int ST, int* want) {
+    *want = *want < 1 ? 1 : (*want > ST ? ST : *want);
+    u32 key[kItems];
+#pragma unroll
+    for (int j = 0; j < kItems; ++j) {
+      const int i = static_cast<int>(threadIdx.x) + j * T;
+      key[j] = i < ST ? sample[i] : 0u;
+    }
+    u32 need;
+    return select(key, ST, static_cast<u32>(*want), &need, P::kPasses < 2 ? P::kPasses : 2);
   }
 
   __device__ void run(const TopkArgs& a, unsigned char* smem, ClusterControl* control) {
@@ -169,7 +224,7 @@ struct ClusterFilter {
     CL::arrive_relaxed();
     const int cap = a.buffer;
     const int margin = (a.rounds & 0xfff) - 1000;
-    const int S = a.rounds >> 12;  // sample per CTA
+    const int S = (a.rounds >> 12) / static_cast<int>(C);  // sample per CTA
     const int ST = S * static_cast<int>(C);
     {
       // The launch must provide the layout the host computed; a mismatch is
@@ -187,13 +242,14 @@ struct ClusterFilter {
     int* lidx = reinterpret_cast<int*>(lkeys + cap);
     Raw* cache = reinterpret_cast<Raw*>(smem + cluster_smem_bytes(P::kHistSmem, ST, cap, 0));
     for (int i = threadIdx.x; i < kClusterMaxRounds; i += T) {
-      ctl->gt[i] = 0;
-      ctl->eq[i] = 0;
+      ctl->round[i].gt = 0;
+      ctl->round[i].eq = 0;
     }
     if (threadIdx.x == 0) {
       ctl->ties = 0;
       ctl->placed = 0;
       ctl->taken = 0;
+      ctl->cta_eq = 0;
     }
 
     // This CTA's slice: columns [col0, col0 + len), whole 8-element groups.
@@ -236,6 +292,7 @@ struct ClusterFilter {
       __syncthreads();
     }
     const Raw* src = cached ? cache : g;
+    TOPK_FILTER_STOP(1);
 
     CL::wait();
     // The sample: S evenly spaced keys of the slice (a placeholder key 0, which
@@ -247,22 +304,21 @@ struct ClusterFilter {
       dsmem_store(CL::map(&sample[static_cast<int>(rank) * S + q], to), key);
     }
     CL::sync();  // every sample in place, every counter zeroed
+    TOPK_FILTER_STOP(2);
 
-    // The guess: the sample key that stands for about k (1 + margin) elements.
-    u32 guess;
+    // The guess: the sample key that stands for about k (1 + margin) elements,
+    // with the sample's noise (about sqrt(rank)) kept below the list's capacity.
+    const float per_rank = static_cast<float>(L) / static_cast<float>(ST);  // elements a sample key stands for
+    const float expect = static_cast<float>(k) / per_rank;
+    int want = static_cast<int>(ceilf(expect * (1.0f + 0.01f * static_cast<float>(margin)) + 2.0f * sqrtf(expect))) + 1;
     {
-      u32 key[kItems];
-#pragma unroll
-      for (int j = 0; j < kItems; ++j) {
-        const int i = static_cast<int>(threadIdx.x) + j * T;
-        key[j] = i < ST ? sample[i] : 0u;
-      }
-      const float expect = static_cast<float>(k) * static_cast<float>(ST) / static_cast<float>(L);
-      int want = static_cast<int>(ceilf(expect * (1.0f + 0.01f * static_cast<float>(margin)) + 2.0f * sqrtf(expect))) + 1;
-      want = want < 1 ? 1 : (want > ST ? ST : want);
-      u32 need;
-      guess = select(key, ST, static_cast<u32>(want), &need);
+      const float full = static_cast<float>(cap) / per_rank;
+      const int ceiling = static_cast<int>(full - 2.0f * sqrtf(full));
+      const int least = static_cast<int>(ceilf(expect + sqrtf(expect))) + 1;
+      if (margin >= 0 && want > ceiling) want = ceiling > least ? ceiling : least;
     }
+    u32 guess = guess_at(sample, ST, &want);
+    TOPK_FILTER_STOP(3);
 
     const u32 lkeys_addr = CL::map(lkeys, 0);
     const u32 lidx_addr = CL::map(lidx, 0);
@@ -271,11 +327,14 @@ struct ClusterFilter {
       scan(src, len, col0, guess, round, lkeys_addr, lidx_addr, cap);
       CL::sync();  // the round's totals and list are complete
       if (threadIdx.x == 0) {
-        ctl->G = CL::load(CL::map(&ctl->gt[round], 0));
-        ctl->E = CL::load(CL::map(&ctl->eq[round], 0));
+        const u64 ge = CL::load64(CL::map(&ctl->round[round], 0));
+        ctl->G = static_cast<u32>(ge);
+        ctl->E = static_cast<u32>(ge >> 32);
       }
       __syncthreads();
       const int G = static_cast<int>(ctl->G), E = static_cast<int>(ctl->E);
+      TOPK_FILTER_STOP(4);
+      const u32 my_eq = ctl->my_eq;
       if (G >= k && G <= cap) {
         // The leader selects k of its list; nobody touches another CTA's
         // shared memory any more once every CTA has read the totals.
@@ -292,23 +351,44 @@ struct ClusterFilter {
             out_idx[i] = c;
             if (values) out_val[i] = row[c];
           }
-        const u32 ties_addr = CL::map(&ctl->ties, 0);
-        for (int i0 = 0; i0 < len; i0 += T) {
-          const int j = i0 + static_cast<int>(threadIdx.x);
-          const bool tie = j < len && K::key_flip(static_cast<u32>(src[j]), flip) == guess;
-          const int t = claim(tie, ties_addr);
-          if (t >= 0 && t < k - G) {
-            out_idx[G + t] = col0 + j;
-            if (values) out_val[G + t] = src[j];
-          }
+        // Each CTA reserves a block of tie slots for all its ties with one
+        // remote atomic and fills the part below k - G.
+        if (threadIdx.x == 0) {
+          ctl->base = my_eq ? CL::atomic_add(CL::map(&ctl->ties, 0), my_eq) : 0u;
+          ctl->local = 0;
         }
-        CL::sync();  // the leader's tie counter outlives every claim
+        __syncthreads();
+        const int need = k - G, tbase = static_cast<int>(ctl->base);
+        CL::arrive_relaxed();  // the leader's tie counter is not touched after this
+        if (my_eq && tbase < need)
+          for (int i0 = 0; i0 < len; i0 += T) {
+            const int j = i0 + static_cast<int>(threadIdx.x);
+            const bool tie = j < len && K::key_flip(static_cast<u32>(src[j]), flip) == guess;
+            const int t = claim(tie, &ctl->local);
+            if (t >= 0 && tbase + t < need) {
+              out_idx[G + tbase + t] = col0 + j;
+              if (values) out_val[G + tbase + t] = src[j];
+            }
+            // Enough taken: the warp leaves together (one lane's reading).
+            const int used = __shfl_sync(kFullMask, static_cast<int>(*reinterpret_cast<volatile u32*>(&ctl->local)), 0);
+            if (tbase + used >= need) break;
+          }
+        CL::wait();
         return;
       }
-      if (G + E < k) hi = guess;  // too high: fewer than k keys at or above it
-      else lo = guess;            // too low: more keys above it than the list holds
+      const bool high = G + E < k;  // too high: fewer than k keys at or above it
+      if (high) hi = guess;         // else too low: more keys above it than the list holds
+      else lo = guess;
       if (round + 1 >= kClusterMaxRounds) __trap();  // unreachable: the interval halves each round
-      guess = static_cast<u32>((lo + hi) / 2);
+      // The first retries move along the sample (twice or half the rank);
+      // then, or when that leaves the interval, the interval halves.
+      u32 next = static_cast<u32>((lo + hi) / 2);
+      if (round < 2) {
+        want = high ? 2 * want + 2 : want / 2;
+        const u32 g2 = guess_at(sample, ST, &want);
+        if (static_cast<long long>(g2) > lo && static_cast<long long>(g2) < hi) next = g2;
+      }
+      guess = next;
     }
   }
 
@@ -329,14 +409,9 @@ struct ClusterFilter {
 #pragma unroll
     for (int j = 0; j < kItems; ++j) {
       const int i = static_cast<int>(threadIdx.x) + j * T;
-      if (i >= count) continue;
-      int pos = -1;
-      if (key[j] > kth) {
-        pos = static_cast<int>(atomicAdd(&ctl->placed, 1u));
-      } else if (key[j] == kth) {
-        const int t = static_cast<int>(atomicAdd(&ctl->taken, 1u));
-        if (t < static_cast<int>(need)) pos = above + t;
-      }
+      const int p = claim(i < count && key[j] > kth, &ctl->placed);
+      const int t = claim(i < count && key[j] == kth, &ctl->taken);
+      const int pos = p >= 0 ? p : (t >= 0 && t < static_cast<int>(need) ? above + t : -1);
       if (pos >= 0) {
         out_idx[pos] = id[j];
         if (out_val) out_val[pos] = row[id[j]];
