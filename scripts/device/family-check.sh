@@ -146,7 +146,7 @@ bf16:8x201088:64:values:dist=logits|default|filter_bf16_b1024_u1_r11_s1_c8 filte
 f32:1x524288:2048:ranges|filter_f32_b1024_u2_r11_s1_c16"}
       while IFS='|' read -r shape id; do
         [[ -z $shape ]] && continue
-        for n in 1 2 3 4 full; do
+        for n in 1 2 3 4 5 full; do
           def=()
           [[ $n != full ]] && def=(--no-verify --define "TOPK_STOP_AT=$n")
           r=$(timeout 120 "$B/bin/topk-probe" --shape "$shape" --variant "$id" "${def[@]}" --cubins "$TOPK_TEST_TMP/cubins" 2>&1 |

@@ -5,7 +5,8 @@
 #   scripts/device/profile-source.sh NAME SHAPE VARIANT [NAME SHAPE VARIANT]...
 # NCU_EXTRA adds ncu options, e.g. NCU_EXTRA='--warp-sampling-interval 0' (more stall samples) or
 # NCU_EXTRA='--section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables' (pipe
-# utilisation, shared-memory bank conflicts); DETAILS caps the detail lines printed (30).
+# utilisation, shared-memory bank conflicts); DETAILS caps the detail lines printed (30); KERNEL a
+# regex of the kernel's name (topk_kernel; filter_cluster_kernel for the filter family's cluster mode).
 set -uo pipefail
 if [[ $# -eq 0 || $(($# % 3)) -ne 0 ]]; then
   echo "usage: $0 NAME SHAPE VARIANT [NAME SHAPE VARIANT]..." >&2
@@ -14,7 +15,7 @@ fi
 source "$(dirname "$0")/env.sh"
 while [[ $# -ge 3 ]]; do
   echo "=== $1: $2 $3"
-  ncu --section SourceCounters --section SpeedOfLight --section InstructionStats --section WarpStateStats ${NCU_EXTRA:-} -k regex:topk_kernel -c 1 \
+  ncu --section SourceCounters --section SpeedOfLight --section InstructionStats --section WarpStateStats ${NCU_EXTRA:-} -k regex:${KERNEL:-topk_kernel} -c 1 \
       -o "/tmp/$1" -f "$B/bin/topk-probe" --shape "$2" --variant "$3" --cubins /tmp/topk-tests/cubins --no-verify \
       >"/tmp/$1.log" 2>&1
   echo "ncu rc=$?"; tail -3 "/tmp/$1.log"
