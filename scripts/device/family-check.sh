@@ -114,10 +114,10 @@ for dt, b, n, k, values in (('f32', 64, 4096, 128, False), ('f32', 4096, 256, 8,
       grep -E "^\S|  \S+ +[0-9.]+ us|WRONG|compile" "$OUT/filter.log" | grep -vE "^device|^rc=0" | head -150 >>"$SUMMARY" ;;
     cluster)
       cp -n "$B"/cubins/* "$TOPK_TEST_TMP/cubins/" 2>/dev/null
-      CLUSTER_SHAPES=${CLUSTER_SHAPES:-"f32:1x131072:2048:ranges|radix_f32_b512_r11_h0_s4096_c16_t1_m1|filter_f32_b1024_u1_r11_s1_c16 filter_f32_b512_u1_r11_s1_c16 filter_f32_b1024_u1_r8_s1_c16 filter_f32_b1024_u1_r11_s1_c8 filter_f32_b1024_u1_r11_s1_c16_p2048_m25
-f32:1x524288:2048:ranges|radix_f32_b1024_r11_h0_s4096_c16_t1_m1|filter_f32_b1024_u1_r11_s1_c16 filter_f32_b1024_u2_r11_s1_c16 filter_f32_b512_u1_r11_s1_c16 filter_f32_b1024_u1_r8_s1_c16 filter_f32_b1024_u1_r11_s1_c16_p2048_m25
-f32:64x32768:2048:ranges|radix_f32_b1024_r11_h0_s1024_c2_t1_m1|filter_f32_b1024_u1_r11_s1_c2 filter_f32_b1024_u1_r11_s1_c4 filter_f32_b512_u1_r11_s1_c4
-bf16:8x201088:64:values:dist=logits|default|filter_bf16_b1024_u1_r11_s1_c8 filter_bf16_b1024_u1_r11_s1_c16"}
+      CLUSTER_SHAPES=${CLUSTER_SHAPES:-"f32:1x131072:2048:ranges|radix_f32_b512_r11_h0_s4096_c16_t1_m1|filter_f32_b512_u1_r11_s1_c16 filter_f32_b512_u1_r11_s1_c16_p2048 filter_f32_b512_u1_r11_s2_c16_p1024
+f32:1x524288:2048:ranges|radix_f32_b1024_r11_h0_s4096_c16_t1_m1|filter_f32_b512_u1_r11_s1_c16 filter_f32_b512_u2_r11_s1_c16_p2048_m25 filter_f32_b1024_u2_r11_s1_c16_p2048
+f32:64x32768:2048:ranges|radix_f32_b1024_r11_h0_s1024_c2_t1_m1|filter_f32_b1024_u1_r11_s2_c2_p2048 filter_f32_b512_u1_r11_s2_c2
+bf16:8x201088:64:values:dist=logits|default|filter_bf16_b1024_u1_r11_s1_c8_p2048"}
       while IFS='|' read -r shape radix ids; do
         [[ -z $shape ]] && continue
         base=${shape%%:dist=*}

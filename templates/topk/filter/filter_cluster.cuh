@@ -84,7 +84,6 @@ struct ClusterFilter {
   static constexpr int NB = P::kBins;
   static constexpr int KB = P::kKeyBits;
   static constexpr int kItems = P::kMaxItems;
-  static constexpr int kScanUnroll = 4;
   static constexpr int kStage = 4;  // survivors a thread keeps in registers during a round's pass
 
   ClusterControl* ctl;
@@ -145,6 +144,50 @@ struct ClusterFilter {
     return flag ? static_cast<int>(base) + __popc(mask & lanemask_lt()) : -1;
   }
 
+  // Calls f(key, j, ok) for the slice's elements j, a warp's lanes together
+  // (ok false past the end). A slice in shared memory is read in 16-byte
+  // vectors, and a warp skips a step where no lane's `hit(key)` holds; a slice
+  // in memory is read element by element.
+  template <class Hit, class F>
+  __device__ __forceinline__ void traverse(const Raw* src, bool cached, int len, Hit hit, F f) {
+    int done = 0;
+    if (cached) {
+      const int nvec = len / V;
+      const uint4* cv = reinterpret_cast<const uint4*>(src);  // the cache is 16-byte aligned
+      for (int v0 = 0; v0 < nvec; v0 += 2 * T) {
+        uint4 q[2];
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+          const int v = v0 + u * T + static_cast<int>(threadIdx.x);
+          q[u] = v < nvec ? cv[v] : make_uint4(0u, 0u, 0u, 0u);
+        }
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+          const int v = v0 + u * T + static_cast<int>(threadIdx.x);
+          const bool ok = v < nvec;
+          const u32 w[4] = {q[u].x, q[u].y, q[u].z, q[u].w};
+          u32 key[V];
+          bool any = false;
+#pragma unroll
+          for (int e = 0; e < V; ++e) {
+            key[e] = K::key_flip(KB == 32 ? w[e] : (w[e / 2] >> (16 * (e % 2))) & 0xffffu, flip);
+            any |= ok && hit(key[e]);
+          }
+          if (__any_sync(kFullMask, any)) {
+#pragma unroll
+            for (int e = 0; e < V; ++e) f(key[e], v * V + e, ok);
+          }
+        }
+      }
+      done = nvec * V;
+    }
+    for (int i0 = done; i0 < len; i0 += T) {
+      const int j = i0 + static_cast<int>(threadIdx.x);
+      const bool ok = j < len;
+      f(ok ? K::key_flip(static_cast<u32>(src[j]), flip) : 0u, j, ok);
+    }
+  }
+
   // One round: counts this slice's keys above `guess` and equal to it into
   // the leader's totals of `round`, and copies those above to the leader's
   // list. Each thread keeps up to kStage of its survivors in registers; after
@@ -153,41 +196,34 @@ struct ClusterFilter {
   // survivors, each waited for, put about ten round trips in a row on every
   // warp: 5.5 of 20 us on 1 x 131072. Survivors beyond kStage in one thread,
   // rare, still take that path.)
-  __device__ void scan(const Raw* src, int len, int col0, u32 guess, int round, u32 lkeys, u32 lidx, int cap) {
+  __device__ void scan(const Raw* src, bool cached, int len, int col0, u32 guess, int round, u32 lkeys, u32 lidx,
+                       int cap) {
     const u32 gt_addr = CL::map(&ctl->round[round].gt, 0);
     const u32 eq_addr = CL::map(&ctl->round[round].eq, 0);
     u32 eq = 0;
-    u32 sk[kStage];
-    int si[kStage];
+    u32 sk0 = 0, sk1 = 0, sk2 = 0, sk3 = 0;
+    int si0 = 0, si1 = 0, si2 = 0, si3 = 0;
     int ns = 0;
-    for (int i0 = 0; i0 < len; i0 += T * kScanUnroll) {
-      u32 key[kScanUnroll];
-#pragma unroll
-      for (int u = 0; u < kScanUnroll; ++u) {
-        const int j = i0 + u * T + static_cast<int>(threadIdx.x);
-        key[u] = j < len ? K::key_flip(static_cast<u32>(src[j]), flip) : 0u;
+    traverse(src, cached, len, [&](u32 key) { return key >= guess; }, [&](u32 key, int j, bool ok) {
+      eq += ok && key == guess ? 1u : 0u;
+      const bool gt = ok && key > guess;
+      const bool kept = gt && ns < kStage;
+      if (kept) {
+        // Scalars, not an array: an array captured by the lambda stayed in
+        // local memory.
+        const int c = col0 + j;
+        if (ns == 0) sk0 = key, si0 = c;
+        else if (ns == 1) sk1 = key, si1 = c;
+        else if (ns == 2) sk2 = key, si2 = c;
+        else sk3 = key, si3 = c;
+        ++ns;
       }
-#pragma unroll
-      for (int u = 0; u < kScanUnroll; ++u) {
-        const int j = i0 + u * T + static_cast<int>(threadIdx.x);
-        const bool ok = j < len;
-        eq += ok && key[u] == guess ? 1u : 0u;
-        const bool gt = ok && key[u] > guess;
-        const bool kept = gt && ns < kStage;
-#pragma unroll
-        for (int q = 0; q < kStage; ++q)
-          if (kept && q == ns) {
-            sk[q] = key[u];
-            si[q] = col0 + j;
-          }
-        ns += kept ? 1 : 0;
-        const int pos = claim_remote(gt && !kept, gt_addr);
-        if (pos >= 0 && pos < cap) {
-          dsmem_store(lkeys + 4u * static_cast<u32>(pos), key[u]);
-          dsmem_store(lidx + 4u * static_cast<u32>(pos), static_cast<u32>(col0 + j));
-        }
+      const int pos = claim_remote(gt && !kept, gt_addr);
+      if (pos >= 0 && pos < cap) {
+        dsmem_store(lkeys + 4u * static_cast<u32>(pos), key);
+        dsmem_store(lidx + 4u * static_cast<u32>(pos), static_cast<u32>(col0 + j));
       }
-    }
+    });
     // The CTA's kept survivors: an exclusive scan over the threads, one
     // remote atomic for the block.
     constexpr int NW = T / 32;
@@ -212,6 +248,8 @@ struct ClusterFilter {
     }
     __syncthreads();
     const int first = static_cast<int>(ctl->base + before + incl) - ns;
+    const u32 sk[kStage] = {sk0, sk1, sk2, sk3};
+    const int si[kStage] = {si0, si1, si2, si3};
 #pragma unroll
     for (int q = 0; q < kStage; ++q) {
       const int pos = first + q;
@@ -365,7 +403,7 @@ struct ClusterFilter {
     const u32 lidx_addr = CL::map(lidx, 0);
     long long lo = -1, hi = 1LL << KB;  // the k-th key lies in (lo, hi)
     for (int round = 0;; ++round) {
-      scan(src, len, col0, guess, round, lkeys_addr, lidx_addr, cap);
+      scan(src, cached, len, col0, guess, round, lkeys_addr, lidx_addr, cap);
       CL::sync();  // the round's totals and list are complete
       TOPK_FILTER_STOP(4);
       if (threadIdx.x == 0) {
@@ -402,18 +440,13 @@ struct ClusterFilter {
         const int need = k - G, tbase = static_cast<int>(ctl->base);
         CL::arrive_relaxed();  // the leader's tie counter is not touched after this
         if (my_eq && tbase < need)
-          for (int i0 = 0; i0 < len; i0 += T) {
-            const int j = i0 + static_cast<int>(threadIdx.x);
-            const bool tie = j < len && K::key_flip(static_cast<u32>(src[j]), flip) == guess;
-            const int t = claim(tie, &ctl->local);
+          traverse(src, cached, len, [&](u32 key) { return key == guess; }, [&](u32 key, int j, bool ok) {
+            const int t = claim(ok && key == guess, &ctl->local);
             if (t >= 0 && tbase + t < need) {
               out_idx[G + tbase + t] = col0 + j;
               if (values) out_val[G + tbase + t] = src[j];
             }
-            // Enough taken: the warp leaves together (one lane's reading).
-            const int used = __shfl_sync(kFullMask, static_cast<int>(*reinterpret_cast<volatile u32*>(&ctl->local)), 0);
-            if (tbase + used >= need) break;
-          }
+          });
         CL::wait();
         return;
       }
