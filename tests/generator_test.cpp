@@ -739,6 +739,15 @@ TEST(FilterFamilyTest, ClusterModeIdsConstraintsAndPlan) {
   EXPECT_EQ(broken([](FilterParams& x) { x.margin = -95; }), "constraint margin");
   EXPECT_EQ(Validate(c, Arch::Sm80()).where(), "constraint cluster");
 
+  // A sample too coarse for the list's room beyond k is refused for the
+  // problem: 1024 keys of 131072 with 2048 slots beyond k = 2048.
+  FilterParams coarse{DType::kF32, 512, 1, 11, 1};
+  coarse.cluster = 16;
+  coarse.sample = 1024;
+  EXPECT_EQ(ValidateFor(coarse, arch, Prob(DType::kF32, 1, 131072, 2048)).where(), "constraint sample");
+  coarse.sample = 4096;
+  EXPECT_TRUE(ValidateFor(coarse, arch, Prob(DType::kF32, 1, 131072, 2048)).ok());
+
   // Long single rows get clusters; many rows and short rows do not.
   SpaceOptions only;
   only.families = {"filter"};

@@ -84,7 +84,7 @@ struct ClusterFilter {
   static constexpr int NB = P::kBins;
   static constexpr int KB = P::kKeyBits;
   static constexpr int kItems = P::kMaxItems;
-  static constexpr int kStage = 4;  // survivors a thread keeps in registers during a round's pass
+  static constexpr int kStage = 4;  // survivors a thread keeps in registers during a round's pass (sk0..sk3)
 
   ClusterControl* ctl;
   u32* hist;
@@ -390,11 +390,16 @@ struct ClusterFilter {
     const float per_rank = static_cast<float>(L) / static_cast<float>(ST);  // elements a sample key stands for
     const float expect = static_cast<float>(k) / per_rank;
     int want = static_cast<int>(ceilf(expect * (1.0f + 0.01f * static_cast<float>(margin)) + 2.0f * sqrtf(expect))) + 1;
-    {
+    if (margin >= 0 && margin <= 400) {
+      // At most three standard deviations below a full list; where the
+      // list's room cannot hold three on both sides, halfway between k and
+      // full (the host's sample constraint keeps that rare). Margins outside
+      // [0, 400] are taken as they are: the GPU suite's -50 and 1000 drive
+      // rows through both directions of the retry rounds.
       const float full = static_cast<float>(cap) / per_rank;
-      const int ceiling = static_cast<int>(full - 2.0f * sqrtf(full));
-      const int least = static_cast<int>(ceilf(expect + sqrtf(expect))) + 1;
-      if (margin >= 0 && want > ceiling) want = ceiling > least ? ceiling : least;
+      const int ceiling = static_cast<int>(full - 3.0f * sqrtf(full));
+      const int least = static_cast<int>(ceilf(expect + 3.0f * sqrtf(expect)));
+      if (want > ceiling) want = ceiling >= least ? ceiling : static_cast<int>(0.5f * (expect + full));
     }
     u32 guess = guess_at(sample, ST, &want);
     TOPK_FILTER_STOP(3);
