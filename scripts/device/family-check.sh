@@ -43,6 +43,19 @@ PAIRS=(
   "bf16:16384x256:8:rotate|radix_bf16_b128_r1_s0_c0_t0_m0_i8"
 )
 
+# four_inputs SHAPE: in ARGS, --shape arguments for SHAPE on the four inputs
+# the filter stages compare (normal, or logits for a logits shape; shifted;
+# plateau; 16 distinct values).
+four_inputs() {
+  local base=${1%%:dist=*} d dd
+  ARGS=()
+  for d in normal shifted plateau distinct16; do
+    dd=$d
+    [[ $d == normal && $1 == *dist=logits* ]] && dd=logits
+    ARGS+=(--shape "$base:dist=$dd")
+  done
+}
+
 for stage in "${stages[@]}"; do
   case $stage in
     probe)
@@ -96,17 +109,11 @@ for dt, b, n, k, values in (('f32', 64, 4096, 128, False), ('f32', 4096, 256, 8,
       for pair in "${PAIRS[@]}"; do
         shape=${pair%%|*} id=${pair##*|}
         [[ -n "${ONLY:-}" && ! $shape =~ $ONLY ]] && continue
-        base=${shape%%:dist=*}
         ids=(--variant "$id")
         if [[ $shape == bf16* ]]; then fl=$FILTERS_BF16; else fl=$FILTERS_F32; fi
         for f in $fl; do ids+=(--variant "$f"); done
-        args=()
-        for d in normal shifted plateau distinct16; do
-          dd=$d
-          [[ $d == normal && $shape == *dist=logits* ]] && dd=logits
-          args+=(--shape "$base:dist=$dd")
-        done
-        timeout 300 "$B/bin/topk-probe" "${args[@]}" "${ids[@]}" --cubins /tmp/topk-tests/cubins-topk-probe \
+        four_inputs "$shape"
+        timeout 300 "$B/bin/topk-probe" "${ARGS[@]}" "${ids[@]}" --cubins /tmp/topk-tests/cubins-topk-probe \
           >>"$OUT/filter.log" 2>&1
         echo "rc=$?" >>"$OUT/filter.log"
       done
@@ -119,17 +126,11 @@ f32:1x524288:2048:ranges|radix_f32_b1024_r11_h0_s4096_c16_t1_m1|filter_f32_b512_
 f32:64x32768:2048:ranges|radix_f32_b1024_r11_h0_s1024_c2_t1_m1|filter_f32_b1024_u1_r11_s2_c2_p2048 filter_f32_b512_u1_r11_s2_c2
 bf16:8x201088:64:values:dist=logits|default|filter_bf16_b1024_u1_r11_s1_c8_p2048"}
       while IFS='|' read -r shape radix ids; do
-        [[ -z $shape ]] && continue
-        base=${shape%%:dist=*}
-        args=()
-        for d in normal shifted plateau distinct16; do
-          dd=$d
-          [[ $d == normal && $shape == *dist=logits* ]] && dd=logits
-          args+=(--shape "$base:dist=$dd")
-        done
+        [[ -z ${shape// /} ]] && continue
+        four_inputs "$shape"
         vs=(--variant "$radix")
         for f in $ids; do vs+=(--variant "$f"); done
-        timeout 200 "$B/bin/topk-probe" "${args[@]}" "${vs[@]}" --cubins "$TOPK_TEST_TMP/cubins" >>"$OUT/cluster.log" 2>&1
+        timeout 200 "$B/bin/topk-probe" "${ARGS[@]}" "${vs[@]}" --cubins "$TOPK_TEST_TMP/cubins" >>"$OUT/cluster.log" 2>&1
         echo "rc=$?" >>"$OUT/cluster.log"
       done <<<"$CLUSTER_SHAPES"
       log "--- cluster mode against the radix winners (us)"

@@ -90,34 +90,8 @@ struct ClusterFilter {
   u32* hist;
   u32 flip;
 
-  // The key of rank `rank` (1 = largest) among `count` keys held kItems per
-  // thread (entry tid + j T), and in *need how many keys equal to it rank at
-  // or above `rank`. Requires 1 <= rank <= count. Every thread calls it.
-  // With fewer `passes` than the key needs, the result is the lowest key of
-  // the rank's bin at that depth (its low bits zero): a key near the rank.
   __device__ u32 select(const u32 (&key)[kItems], int count, u32 rank, u32* need_out, int passes = P::kPasses) {
-    u32 prefix = 0;
-    u32 need = rank;
-#pragma unroll 1
-    for (int pass = 0; pass < passes; ++pass) {
-      const int hi = KB - pass * P::kRadix;
-      const int lo = hi - P::kRadix > 0 ? hi - P::kRadix : 0;
-      const u32 mask = (1u << (hi - lo)) - 1u;
-      for (int b = threadIdx.x; b < NB; b += T) hist[b] = 0;
-      __syncthreads();
-#pragma unroll
-      for (int j = 0; j < kItems; ++j) {
-        const int i = static_cast<int>(threadIdx.x) + j * T;
-        const bool same = hi >= 32 || (key[j] >> hi) == (prefix >> hi);
-        if (i < count && same) atomicAdd(&hist[(key[j] >> lo) & mask], 1u);
-      }
-      __syncthreads();
-      const ThresholdResult r = find_threshold<T, NB>(hist, need, &ctl->res, ctl->scratch, nullptr);
-      need -= r.above;
-      prefix |= r.bin << lo;
-    }
-    *need_out = need;
-    return prefix;
+    return select_rank<P>(key, count, rank, hist, &ctl->res, ctl->scratch, need_out, passes);
   }
 
   // A warp's slots for the lanes with `flag`: one atomic on the shared

@@ -55,6 +55,39 @@ struct Control {
   u32 scratch[64];
 };
 
+// The key of rank `rank` (1 = largest) among `count` keys held N per thread
+// (entry threadIdx.x + j * block), digit by digit from the top, and in *need
+// how many keys equal to it rank at or above `rank`. Requires 1 <= rank <=
+// count. With fewer `passes` than the key needs, the lowest key of the
+// rank's bin at that depth (its low bits zero). Every thread calls it.
+template <class P, int N>
+__device__ u32 select_rank(const u32 (&key)[N], int count, u32 rank, u32* hist, ThresholdResult* res, u32* scratch,
+                           u32* need_out, int passes = P::kPasses) {
+  constexpr int T = P::kBlock, NB = P::kBins, KB = P::kKeyBits;
+  u32 prefix = 0;
+  u32 need = rank;
+#pragma unroll 1
+  for (int pass = 0; pass < passes; ++pass) {
+    const int hi = KB - pass * P::kRadix;
+    const int lo = hi - P::kRadix > 0 ? hi - P::kRadix : 0;
+    const u32 mask = (1u << (hi - lo)) - 1u;
+    for (int b = threadIdx.x; b < NB; b += T) hist[b] = 0;
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      const int i = static_cast<int>(threadIdx.x) + j * T;
+      const bool same = hi >= 32 || (key[j] >> hi) == (prefix >> hi);
+      if (i < count && same) atomicAdd(&hist[(key[j] >> lo) & mask], 1u);
+    }
+    __syncthreads();
+    const ThresholdResult r = find_threshold<T, NB>(hist, need, res, scratch, nullptr);
+    need -= r.above;
+    prefix |= r.bin << lo;
+  }
+  *need_out = need;
+  return prefix;
+}
+
 template <class P>
 struct RowFilter {
   using K = Keys<P::kDtype>;
@@ -84,29 +117,9 @@ struct RowFilter {
       key[j] = i < count ? keys[i] : 0u;
       id[j] = i < count ? idx[i] : -1;
     }
-    // Digit by digit from the top: the bin of the k-th key among those that
-    // share the digits found so far.
-    u32 prefix = 0;
-    u32 need = static_cast<u32>(k);
-#pragma unroll 1
-    for (int pass = 0; pass < P::kPasses; ++pass) {
-      const int hi = KB - pass * P::kRadix;
-      const int lo = hi - P::kRadix > 0 ? hi - P::kRadix : 0;
-      const u32 mask = (1u << (hi - lo)) - 1u;
-      for (int b = threadIdx.x; b < NB; b += T) hist[b] = 0;
-      __syncthreads();
-#pragma unroll
-      for (int j = 0; j < P::kMaxItems; ++j) {
-        const int i = static_cast<int>(threadIdx.x) + j * T;
-        const bool same = hi >= 32 || (key[j] >> hi) == (prefix >> hi);
-        if (i < count && same) atomicAdd(&hist[(key[j] >> lo) & mask], 1u);
-      }
-      __syncthreads();
-      const ThresholdResult r = find_threshold<T, NB>(hist, need, &ctl->res, ctl->scratch, nullptr);
-      need -= r.above;
-      prefix |= r.bin << lo;
-    }
-    // prefix is the k-th key; `need` of the keys equal to it are kept.
+    // The k-th key; `need` of the keys equal to it are kept.
+    u32 need;
+    const u32 prefix = select_rank<P>(key, count, static_cast<u32>(k), hist, &ctl->res, ctl->scratch, &need);
     if (threadIdx.x == 0) {
       ctl->taken = 0;
       ctl->placed = 0;
