@@ -12,9 +12,10 @@
 //                        and k - G of the ties fill the rest;
 //   otherwise            the guess was too high (G + E < k) or too low
 //                        (G > capacity): the k-th key lies strictly between
-//                        the bounds found so far, and the next guess halves
-//                        the interval (at most 1 + key bits rounds, each a
-//                        scan of shared memory).
+//                        the bounds found so far; the next guess moves along
+//                        the sample (twice or half the rank, twice at most),
+//                        then halves the interval (at most 1 + key bits
+//                        rounds, each a scan of shared memory).
 //
 // The guess is a key, not a digit of it, so a shifted or few-valued row costs
 // what a normal one does: a plateau or a few distinct values end in the
@@ -30,8 +31,8 @@ namespace filter {
 
 // Launch arguments of the cluster mode (TopkArgs): `buffer` is the leader's
 // list capacity, `cache_cap` the slice length kept in shared memory (a longer
-// slice is scanned from memory each round), `rounds` packs the sample size per
-// CTA and the over-selection margin (TOPK_FILTER_ROUNDS, args.h).
+// slice is scanned from memory each round), `rounds` packs the merged
+// sample's size and the over-selection margin (TOPK_FILTER_ROUNDS, args.h).
 __host__ __device__ constexpr int cluster_smem_bytes(int hist_bytes, int sample_total, int capacity,
                                                      int cache_bytes) {
   return ((hist_bytes + sample_total * 4 + capacity * 8 + 15) & ~15) + cache_bytes;
