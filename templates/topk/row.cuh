@@ -50,4 +50,18 @@ __device__ __forceinline__ void pad_output(int* out_idx, Raw* out_val, int first
   }
 }
 
+// A range of at most k elements is selected whole: positions first, first +
+// step, ... below its length get its columns (and values when `out_val` is
+// set), the rest padding.
+template <class Raw>
+__device__ __forceinline__ void take_whole_range(const Raw* row, RowRange range, int* out_idx, Raw* out_val, int first,
+                                                 int step, int k, Raw lowest) {
+  const int L = range.end - range.start;
+  for (int j = first; j < L; j += step) {
+    out_idx[j] = range.start + j;
+    if (out_val) out_val[j] = row[range.start + j];
+  }
+  pad_output(out_idx, out_val, L + first, k, step, lowest);
+}
+
 }  // namespace topk

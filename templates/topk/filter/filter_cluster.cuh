@@ -95,28 +95,26 @@ struct ClusterFilter {
     return select_rank<P>(key, count, rank, hist, &ctl->res, ctl->scratch, need_out, passes);
   }
 
-  // A warp's slots for the lanes with `flag`: one atomic on the shared
-  // counter `c` of this CTA. Returns this lane's slot, or -1. Every lane of
-  // the warp calls it.
-  __device__ __forceinline__ static int claim(bool flag, u32* c) {
+  // A warp's slots for the lanes with `flag`: one `add(n)` for the warp (an
+  // atomic that returns the old count). Returns this lane's slot, or -1.
+  // Every lane of the warp calls it.
+  template <class Add>
+  __device__ __forceinline__ static int claim_with(bool flag, Add add) {
     const u32 mask = __ballot_sync(kFullMask, flag);
     if (mask == 0) return -1;
     const int first = __ffs(mask) - 1;
     u32 base = 0;
-    if (static_cast<int>(lane_id()) == first) base = atomicAdd(c, static_cast<u32>(__popc(mask)));
+    if (static_cast<int>(lane_id()) == first) base = add(static_cast<u32>(__popc(mask)));
     base = __shfl_sync(kFullMask, base, first);
     return flag ? static_cast<int>(base) + __popc(mask & lanemask_lt()) : -1;
   }
-
-  // The same on a counter at a shared::cluster address (the leader's).
+  // On the shared counter `c` of this CTA.
+  __device__ __forceinline__ static int claim(bool flag, u32* c) {
+    return claim_with(flag, [c](u32 n) { return atomicAdd(c, n); });
+  }
+  // On a counter at a shared::cluster address (the leader's).
   __device__ __forceinline__ static int claim_remote(bool flag, u32 addr) {
-    const u32 mask = __ballot_sync(kFullMask, flag);
-    if (mask == 0) return -1;
-    const int first = __ffs(mask) - 1;
-    u32 base = 0;
-    if (static_cast<int>(lane_id()) == first) base = CL::atomic_add(addr, static_cast<u32>(__popc(mask)));
-    base = __shfl_sync(kFullMask, base, first);
-    return flag ? static_cast<int>(base) + __popc(mask & lanemask_lt()) : -1;
+    return claim_with(flag, [addr](u32 n) { return CL::atomic_add(addr, n); });
   }
 
   // Calls f(key, j, ok) for the slice's elements j, a warp's lanes together
@@ -145,7 +143,7 @@ struct ClusterFilter {
           bool any = false;
 #pragma unroll
           for (int e = 0; e < V; ++e) {
-            key[e] = K::key_flip(KB == 32 ? w[e] : (w[e / 2] >> (16 * (e % 2))) & 0xffffu, flip);
+            key[e] = K::key_flip(unpack_raw<KB>(w, e), flip);
             any |= ok && hit(key[e]);
           }
           if (__any_sync(kFullMask, any)) {
@@ -263,14 +261,9 @@ struct ClusterFilter {
     Raw* out_val = values ? static_cast<Raw*>(a.out_val) + static_cast<long long>(rowi) * k : nullptr;
     const RowRange range = row_range(a, rowi);
     const int L = range.end - range.start;
-    if (L <= k) {  // everything in range is selected; pad the rest (the whole cluster leaves here)
-      if (rank == 0) {
-        for (int j = threadIdx.x; j < L; j += T) {
-          out_idx[j] = range.start + j;
-          if (values) out_val[j] = row[range.start + j];
-        }
-        pad_output(out_idx, out_val, L + static_cast<int>(threadIdx.x), k, T, static_cast<Raw>(K::kLowest));
-      }
+    if (L <= k) {  // the whole cluster leaves here
+      if (rank == 0)
+        take_whole_range(row, range, out_idx, out_val, static_cast<int>(threadIdx.x), T, k, static_cast<Raw>(K::kLowest));
       return;
     }
     // Every CTA of the cluster must have started before any writes to its
@@ -339,7 +332,7 @@ struct ClusterFilter {
           Raw* dst = cache + head + v * V;
 #pragma unroll
           for (int e = 0; e < V; ++e)
-            dst[e] = static_cast<Raw>(KB == 32 ? w[e] : (w[e / 2] >> (16 * (e % 2))) & 0xffffu);
+            dst[e] = static_cast<Raw>(unpack_raw<KB>(w, e));
         }
       }
       for (int j = head + nvec * V + static_cast<int>(threadIdx.x); j < len; j += T) cache[j] = g[j];

@@ -55,6 +55,13 @@ struct Control {
   u32 scratch[64];
 };
 
+// Element e of the elements in a 16-byte load's four words (raw bits): a
+// word each for 32-bit keys, two per word for 16-bit ones.
+template <int KB>
+__device__ __forceinline__ u32 unpack_raw(const u32 (&w)[4], int e) {
+  return KB == 32 ? w[e] : (w[e / 2] >> (16 * (e % 2))) & 0xffffu;
+}
+
 // The key of rank `rank` (1 = largest) among `count` keys held N per thread
 // (entry threadIdx.x + j * block), digit by digit from the top, and in *need
 // how many keys equal to it rank at or above `rank`. Requires 1 <= rank <=
@@ -212,7 +219,7 @@ struct RowFilter {
       const u32 w[4] = {q[u].x, q[u].y, q[u].z, q[u].w};
 #pragma unroll
       for (int e = 0; e < V; ++e) {
-        const u32 raw = KB == 32 ? w[e] : (w[e / 2] >> (16 * (e % 2))) & 0xffffu;
+        const u32 raw = unpack_raw<KB>(w, e);
         key[u * V + e] = K::key_flip(raw, flip);
         col[u * V + e] = col0 + v * V + e;
         valid[u * V + e] = v < nvec;
@@ -231,12 +238,8 @@ struct RowFilter {
     Raw* out_val = values ? static_cast<Raw*>(a.out_val) + static_cast<long long>(rowi) * k : nullptr;
     const RowRange range = row_range(a, rowi);
     const int L = range.end - range.start;
-    if (L <= k) {  // everything in range is selected; pad the rest
-      for (int j = threadIdx.x; j < L; j += T) {
-        out_idx[j] = range.start + j;
-        if (values) out_val[j] = row[range.start + j];
-      }
-      pad_output(out_idx, out_val, L + static_cast<int>(threadIdx.x), k, T, static_cast<Raw>(K::kLowest));
+    if (L <= k) {
+      take_whole_range(row, range, out_idx, out_val, static_cast<int>(threadIdx.x), T, k, static_cast<Raw>(K::kLowest));
       return;
     }
     {
