@@ -7,6 +7,7 @@
 
 #include "generator/filter.hpp"
 #include "generator/radix.hpp"
+#include "generator/resident.hpp"
 #include "generator/warp.hpp"
 
 namespace topk::gen {
@@ -20,6 +21,7 @@ struct Registry {
     families.push_back(MakeWarpFamily());
     families.push_back(MakeRadixFamily());
     families.push_back(MakeFilterFamily());
+    families.push_back(MakeResidentFamily());
   }
 };
 

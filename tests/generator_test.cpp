@@ -10,6 +10,7 @@
 #include "generator/config.hpp"
 #include "generator/family.hpp"
 #include "generator/filter.hpp"
+#include "generator/resident.hpp"
 #include "generator/radix.hpp"
 #include "generator/source.hpp"
 #include "generator/warp.hpp"
@@ -785,6 +786,64 @@ TEST(FilterFamilyTest, ClusterModeIdsConstraintsAndPlan) {
   const KernelSource src = GenerateSource(c);
   EXPECT_EQ(src.name_expression, "topk::filter_cluster_kernel<topk::filter::Policy<0, 1024, 1, 11>>");
   EXPECT_NE(src.text.find("#include \"topk/filter/filter_cluster.cuh\""), std::string::npos);
+}
+
+// The resident family: ids, each constraint named, enumeration only for rows
+// between the warp family's and 16384, several rows per CTA only while every
+// SM keeps a CTA, and a plan whose grid covers the rows in groups.
+TEST(ResidentFamilyTest, ConstraintsEnumerationAndPlan) {
+  const Arch arch = Arch::Sm90();
+  const ResidentParams c{DType::kF32, 1024, 256, 16};
+  EXPECT_EQ(Config(c).Id(), "resident_f32_b1024_g256_i16");
+  EXPECT_EQ(Config(c).KernelKey(), "resident_f32_b1024_g256_i16");
+  auto back = Config::FromId("resident_bf16_b512_g128_i8");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, Config(ResidentParams{DType::kBF16, 512, 128, 8}));
+  EXPECT_EQ(c.max_row(), 4096);
+  EXPECT_TRUE(ValidateFor(c, arch, Prob(DType::kF32, 64, 4096, 128)).ok());
+  EXPECT_EQ(ValidateFor(c, arch, Prob(DType::kF32, 64, 4097, 128)).where(), "constraint items");
+  auto broken = [&](auto f) {
+    ResidentParams x = c;
+    f(x);
+    return Validate(x, arch).where();
+  };
+  EXPECT_EQ(broken([](ResidentParams& x) { x.group_threads = 48; }), "constraint group");
+  EXPECT_EQ(broken([](ResidentParams& x) { x.group_threads = 2048; }), "constraint group");
+  EXPECT_EQ(broken([](ResidentParams& x) { x.block_threads = 768, x.group_threads = 512; }), "constraint group");
+  EXPECT_EQ(broken([](ResidentParams& x) { x.items = 0; }), "constraint items");
+  EXPECT_EQ(broken([](ResidentParams& x) { x.items = 33; }), "constraint items");
+  EXPECT_EQ(broken([](ResidentParams& x) { x.group_threads = 64; }), "constraint group");  // 16 rows per CTA
+  EXPECT_EQ(broken([](ResidentParams& x) { x.block_threads = 2048; }), "constraint block");
+  EXPECT_TRUE(Validate(ResidentParams{DType::kF16, 256, 32, 4}, arch).ok());
+
+  SpaceOptions only;
+  only.families = {"resident"};
+  EXPECT_TRUE(Enumerate(Prob(DType::kF32, 4096, 256, 8), arch, only).empty());      // the warp family's
+  EXPECT_TRUE(Enumerate(Prob(DType::kF32, 64, 32768, 2048), arch, only).empty());   // too long
+  const Problem dsa = Prob(DType::kF32, 64, 4096, 128);
+  const std::vector<Config> one = Enumerate(dsa, arch, only);
+  ASSERT_FALSE(one.empty());
+  for (const Config& x : one) {
+    EXPECT_TRUE(ValidateFor(x, arch, dsa).ok()) << x.Id();
+    EXPECT_EQ(ResidentParams::Of(x).rows_per_cta(), 1) << x.Id();  // 64 rows: a CTA each
+    EXPECT_LT(ResidentParams::Of(x).max_row(), 4 * dsa.n) << x.Id();
+  }
+  int multi = 0;
+  for (const Config& x : Enumerate(Prob(DType::kBF16, 8192, 1024, 32), arch, only)) multi += ResidentParams::Of(x).rows_per_cta() > 1;
+  EXPECT_GT(multi, 0);
+  EXPECT_EQ(Enumerate(dsa, arch, only), Enumerate(dsa, arch, only));  // stable
+  // Never the default (not measured to be one).
+  EXPECT_NE(DefaultConfig(dsa, arch).family, "resident");
+
+  const Stage s = PlanLaunch(c, dsa, arch).stages.at(0);
+  EXPECT_EQ(s.block, 1024u);
+  EXPECT_EQ(s.rows_per_cta, 4);
+  EXPECT_EQ(s.Grid(64), 16u);
+  EXPECT_EQ(s.Grid(65), 17u);
+  EXPECT_EQ(s.smem_bytes, 0);
+  const KernelSource src = GenerateSource(c);
+  EXPECT_EQ(src.name_expression, "topk::resident_kernel<topk::resident::Policy<0, 1024, 256, 16>>");
+  EXPECT_NE(src.text.find("#include \"topk/resident/resident_select.cuh\""), std::string::npos);
 }
 
 TEST(ProblemTest, ValidateNamesTheField) {

@@ -115,6 +115,32 @@ std::vector<CaseSpec> WarpCases(int items) {
   };
 }
 
+// Rows a resident kernel's group holds (m = group x items keys): full and
+// part-full groups, k at 1, mid and >= the row, every adversarial input,
+// ranges, values, smallest, sorted, and batches that leave the last CTA's
+// groups without a row.
+std::vector<CaseSpec> ResidentCases(int64_t m) {
+  const int64_t k = std::min<int64_t>(m - 1, 100);
+  return {
+      {37, m, m / 32, Dist::kNormal, true, false, true},
+      {5, m - 3, 1, Dist::kAllEqual},
+      {9, m, m / 2, Dist::kShifted, false, false, true},
+      {9, m - 5, m - 5, Dist::kNormal},
+      {5, m, m + 3, Dist::kNormal, true, false, true},
+      {16, m, k, Dist::kSpecial, true, false, true},
+      {16, m, k, Dist::kSpecial, false, true, true},
+      {16, m - 1, k - 23, Dist::kTiesAtK, false},
+      {33, m, 64, Dist::kFewDistinct, true, true, true},
+      {9, m, 50, Dist::kNormal, true, false, true, true},
+      {8, m, k, Dist::kPlateau, true, true},
+      {8, m, m / 3, Dist::kDistinct16, false, false, true},
+      {4, m, k, Dist::kSorted},
+      {4, m, k, Dist::kReversed, false},
+      {6, m / 2 + 1, 10, Dist::kUniform},
+      {301, m, 8, Dist::kShifted, true, false, true},
+  };
+}
+
 // Launch-argument settings tried for every block / cluster kernel.
 struct Knobs {
   const char* name;
@@ -293,6 +319,8 @@ class GpuKernelsTest : public ::testing::Test {
         // One clustered filter binary (its sizes 2 and 8 in Variants).
         if (c.family == "filter" && c.Get("cluster") > 1)
           pick = c.Get("block_threads") == 512 && c.Get("unroll") == 1 && c.Get("radix_bits") == 11;
+        // Resident kernels of 8 keys per thread (one row or several per CTA).
+        if (c.family == "resident") pick = c.Get("items") == 8;
         if (pick) keep.push_back(c);
       }
       kernels = keep;
@@ -323,7 +351,11 @@ class GpuKernelsTest : public ::testing::Test {
       std::vector<const Knobs*> knobs;
       std::vector<Config> vs = Variants(k, &knobs);
       for (size_t i = 0; i < vs.size(); ++i) {
-        RunVariant(vs[i], knobs[i], k.family == "warp" ? WarpCases(k.Get("items")) : BlockCases(subset_), &cases, &t);
+        RunVariant(vs[i], knobs[i],
+                   k.family == "warp"       ? WarpCases(k.Get("items"))
+                   : k.family == "resident" ? ResidentCases(int64_t{k.Get("group_threads")} * k.Get("items"))
+                                            : BlockCases(subset_),
+                   &cases, &t);
         if (HasFatalFailure()) return;
       }
     }
@@ -495,7 +527,7 @@ TEST_F(GpuKernelsTest, DeterministicModeTakesTheLowestIndexTiesInEveryFamily) {
   for (const auto& [name, n] : per_family) std::printf(" %s %d", name.c_str(), n);
   std::printf("\n");
   EXPECT_EQ(wrong, 0);
-  for (const char* name : {"radix", "warp", "filter"}) EXPECT_GT(per_family[name], 0) << name;
+  for (const char* name : {"radix", "warp", "filter", "resident"}) EXPECT_GT(per_family[name], 0) << name;
 }
 
 }  // namespace

@@ -16,9 +16,13 @@
 #   6. (cluster) the filter family's cluster mode: the long-row shapes on the
 #      four inputs, radix winners beside cluster variants (timed alone,
 #      first), then every clustered binary exact in every dtype and the
-#      sanitizers on its subset (NO_RACECHECK=1: memcheck only).
+#      sanitizers on its subset (NO_RACECHECK=1: memcheck only);
+#   7. (resident) the resident family beside the default on the four inputs
+#      (RESIDENT_SHAPES), then its kernels exact in every dtype and the
+#      sanitizers on its subset (NO_TESTS=1: timings only); (resident-sweep)
+#      every enumerated resident config beside the default on normal rows.
 # Logs under $OUT; the summary is printed.
-#   scripts/device/family-check.sh [probe] [tests] [python] [legacy] [filter] [cluster] [cluster-phases]   (default: the first five)
+#   scripts/device/family-check.sh [probe] [tests] [python] [legacy] [filter] [cluster] [cluster-phases] [resident] [resident-sweep]   (default: the first five)
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 : >"$SUMMARY"
@@ -143,6 +147,49 @@ bf16:8x201088:64:values:dist=logits|default|filter_bf16_b1024_u1_r11_s1_c8_p2048
       [[ -n ${NO_RACECHECK:-} ]] && continue
       TOPK_TEST_VARIANT=_s1_c2 TOPK_TEST_SUBSET=sanitizer TAIL=6 run cluster-racecheck 240 compute-sanitizer --tool racecheck \
         --racecheck-report hazard --error-exitcode 9 "$B/bin/gpu_kernels_test" --gtest_filter='*F32*' ;;
+    resident)
+      # The resident family: timed beside the default (radix) on the four
+      # inputs, each variant verified exact first; then every resident
+      # kernel exact in every dtype, and the sanitizers on its subset.
+      cp -n "$B"/cubins/* "$TOPK_TEST_TMP/cubins/" 2>/dev/null
+      RESIDENT_SHAPES=${RESIDENT_SHAPES:-"f32:64x4096:128|resident_f32_b512_g512_i8 resident_f32_b1024_g1024_i4
+f32:64x4096:512|resident_f32_b1024_g1024_i4
+f32:1x8192:2048|resident_f32_b1024_g1024_i8
+f32:64x16384:2048|resident_f32_b1024_g1024_i16
+bf16:4096x1024:32|resident_bf16_b512_g128_i8 resident_bf16_b256_g256_i4 resident_bf16_b1024_g256_i4"}
+      while IFS='|' read -r shape ids; do
+        [[ -z ${shape// /} ]] && continue
+        four_inputs "$shape"
+        vs=(--variant default)
+        for f in $ids; do vs+=(--variant "$f"); done
+        timeout 200 "$B/bin/topk-probe" "${ARGS[@]}" "${vs[@]}" --cubins "$TOPK_TEST_TMP/cubins" >>"$OUT/resident.log" 2>&1
+        echo "rc=$?" >>"$OUT/resident.log"
+      done <<<"$RESIDENT_SHAPES"
+      log "--- resident family against the default (us)"
+      grep -E "^\S|  \S+ +[0-9.]+ us|WRONG|compile|rror" "$OUT/resident.log" | grep -vE "^device|^rc=0" | head -120 >>"$SUMMARY"
+      [[ -n ${NO_TESTS:-} ]] && continue
+      for f in F32 F16 BF16; do
+        TOPK_TEST_VARIANT=resident_ TAIL=5 run "resident-kernels-$f" 200 "$B/bin/gpu_kernels_test" --gtest_filter="*Every${f}*"
+      done
+      TOPK_TEST_VARIANT=resident_ TAIL=5 run resident-deterministic 200 "$B/bin/gpu_kernels_test" --gtest_filter='*Deterministic*'
+      TOPK_TEST_VARIANT=resident_ TOPK_TEST_SUBSET=sanitizer TAIL=6 run resident-memcheck 240 compute-sanitizer --tool memcheck \
+        --error-exitcode 9 "$B/bin/gpu_kernels_test" --gtest_filter='*F32*:*BF16*'
+      TOPK_TEST_VARIANT=resident_ TOPK_TEST_SUBSET=sanitizer TAIL=6 run resident-racecheck 240 compute-sanitizer --tool racecheck \
+        --racecheck-report hazard --error-exitcode 9 "$B/bin/gpu_kernels_test" --gtest_filter='*F32*:*BF16*' ;;
+    resident-sweep)
+      # Every enumerated resident config beside the default on normal rows of
+      # SWEEP_SHAPES (the evidence for the family's default rules).
+      SWEEP_SHAPES=${SWEEP_SHAPES:-"f32:1x1024:32 f32:64x1024:32 f32:4096x1024:32 f32:64x2048:64 f32:4096x2048:64 f32:1x4096:128 f32:64x4096:128 f32:1024x4096:128 f32:64x8192:256 f32:1x16384:1024 bf16:1024x2048:16"}
+      for shape in $SWEEP_SHAPES; do
+        vs=(--variant default)
+        for v in $("$B/bin/topk-tune" space --shape "$shape" --family resident -q | grep -o 'resident_[a-z0-9_]*'); do
+          vs+=(--variant "$v")
+        done
+        timeout 120 "$B/bin/topk-probe" --shape "$shape" "${vs[@]}" --cubins "$TOPK_TEST_TMP/cubins" >>"$OUT/resident-sweep.log" 2>&1
+        echo "rc=$?" >>"$OUT/resident-sweep.log"
+      done
+      log "--- resident configs against the default, normal rows (us)"
+      grep -E "^\S|  \S+ +[0-9.]+ us|WRONG|compile|rror" "$OUT/resident-sweep.log" | grep -vE "^device|^rc=0" | head -150 >>"$SUMMARY" ;;
     cluster-phases)  # phase times of cluster-mode variants (TOPK_STOP_AT, unverified)
       PHASE_RUNS=${PHASE_RUNS:-"f32:1x131072:2048:ranges|filter_f32_b512_u1_r11_s1_c16
 f32:1x524288:2048:ranges|filter_f32_b1024_u2_r11_s1_c16"}

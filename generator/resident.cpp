@@ -1,0 +1,164 @@
+#include "generator/resident.hpp"
+
+#include <sstream>
+
+#include "topk/args.h"
+
+namespace topk::gen {
+namespace {
+
+Status Broken(const std::string& constraint, const std::string& what) {
+  return Status(Code::kInvalidArgument, "constraint " + constraint, what);
+}
+
+constexpr int64_t kShortestRow = 513;    // shorter rows fit a warp: the warp family's
+constexpr int64_t kLongestRow = 16384;   // 1024 threads x 16 keys
+constexpr int kMaxRowsPerCta = 8;        // a named barrier and 3 KB of shared memory each
+
+const std::vector<ParamSpec>& Specs() {
+  static const std::vector<ParamSpec> specs = {
+      {"block_threads", "b", "threads per CTA (block / group rows per CTA)", {128, 256, 512, 1024}, true},
+      {"group_threads", "g", "threads per row, the row in their registers", {64, 128, 256, 512, 1024}, true},
+      {"items", "i", "keys per thread: rows up to group x items", {4, 8, 16}, true},
+  };
+  return specs;
+}
+
+class Resident final : public Family {
+ public:
+  const std::string& name() const override {
+    static const std::string n = "resident";
+    return n;
+  }
+  const std::string& summary() const override {
+    static const std::string s =
+        "a group of threads holds the row in registers, 8-bit digits found over them, several rows per CTA: rows of "
+        "513 to 16384, robust to the value distribution";
+    return s;
+  }
+  const std::vector<ParamSpec>& params() const override { return Specs(); }
+
+  Status Validate(const Config& cfg, const Arch& arch) const override {
+    const ResidentParams c = ResidentParams::Of(cfg);
+    TOPK_RETURN_IF_ERROR(ValidateBlock(c.block_threads, arch));
+    if (c.group_threads < 32 || c.group_threads % 32 != 0 || c.group_threads > c.block_threads ||
+        c.block_threads % c.group_threads != 0)
+      return Broken("group", "group_threads must be a multiple of 32 that divides block_threads " +
+                                 std::to_string(c.block_threads) + ", got " + std::to_string(c.group_threads));
+    if (c.items < 1 || c.items > 32)
+      return Broken("items", "items must be in [1, 32], got " + std::to_string(c.items));
+    if (c.rows_per_cta() > kMaxRowsPerCta)
+      return Broken("group", "at most " + std::to_string(kMaxRowsPerCta) + " rows per CTA (block " +
+                                 std::to_string(c.block_threads) + " / group " + std::to_string(c.group_threads) + ")");
+    return Status::Ok();
+  }
+
+  Status ValidateFor(const Config& cfg, const Arch& arch, const Problem& p) const override {
+    (void)arch;
+    const ResidentParams c = ResidentParams::Of(cfg);
+    if (p.n > c.max_row())
+      return Broken("items", std::to_string(c.group_threads) + " threads of " + std::to_string(c.items) +
+                                 " keys hold rows up to " + std::to_string(c.max_row()) + ", n is " +
+                                 std::to_string(p.n) + " (more items or a larger group)");
+    return Status::Ok();
+  }
+
+  std::vector<Config> Enumerate(const Problem& p, const Arch& arch, const SpaceOptions& opts) const override {
+    (void)opts;
+    std::vector<Config> out;
+    if (p.n < kShortestRow || p.n > kLongestRow) return out;
+    for (int g : Specs()[1].values)
+      for (int rows : {1, 2, 4}) {
+        const int b = g * rows;
+        if (b < 128 || b > 1024) continue;
+        // Several rows per CTA only while every SM still gets a CTA.
+        if (rows > 1 && p.batch / rows < arch.sm_count) continue;
+        int items = 0;
+        for (int i : Specs()[2].values)
+          if (static_cast<int64_t>(g) * i >= p.n) {
+            items = i;
+            break;
+          }
+        // No room, or a group more than twice the row's need.
+        if (items == 0 || static_cast<int64_t>(g) * items >= 4 * p.n) continue;
+        Config c = ResidentParams{p.dtype, b, g, items}.ToConfig();
+        if (Validate(c, arch).ok() && ValidateFor(c, arch, p).ok()) out.push_back(std::move(c));
+      }
+    return out;
+  }
+
+  std::vector<Config> EnumerateKernels(DType dtype, const Arch& arch) const override {
+    std::vector<Config> out;
+    for (int g : Specs()[1].values)
+      for (int rows : {1, 2, 4})
+        for (int items : Specs()[2].values) {
+          const int b = g * rows;
+          if (b < 128 || b > 1024) continue;
+          Config c = ResidentParams{dtype, b, g, items}.ToConfig();
+          if (Validate(c, arch).ok()) out.push_back(std::move(c));
+        }
+    return out;
+  }
+
+  // Not the default until measured to be one.
+  std::optional<Config> Default(const Problem& p, const Arch& arch) const override {
+    (void)p, (void)arch;
+    return std::nullopt;
+  }
+
+  std::string KernelKey(const Config& cfg) const override {
+    const ResidentParams c = ResidentParams::Of(cfg);
+    std::ostringstream s;
+    s << "resident_" << DTypeName(c.dtype) << "_b" << c.block_threads << "_g" << c.group_threads << "_i" << c.items;
+    return s.str();
+  }
+
+  std::vector<KernelSource> Sources(const Config& cfg) const override {
+    const ResidentParams c = ResidentParams::Of(cfg);
+    std::ostringstream pol;
+    pol << "topk::resident::Policy<" << static_cast<int>(c.dtype) << ", " << c.block_threads << ", "
+        << c.group_threads << ", " << c.items << ">";
+    KernelSource s;
+    s.key = KernelKey(cfg);
+    s.file_name = s.key + ".cu";
+    s.name_expression = "topk::resident_kernel<" + pol.str() + ">";
+    std::ostringstream t;
+    t << "// Generated by topk-tune: kernel " << s.key << ".\n"
+      << "#include \"topk/resident/resident_select.cuh\"\n\n"
+      << "namespace topk_generated {\n"
+      << "using P = " << pol.str() << ";\n"
+      << "static_assert(P::kRows == " << c.rows_per_cta() << ", \"host and template disagree on rows per CTA\");\n"
+      << "static_assert(sizeof(TopkArgs) == " << TOPK_ARGS_SIZE << ", \"TopkArgs layout\");\n"
+      << "}  // namespace topk_generated\n\n"
+      << "template __global__ void " << s.name_expression << "(TopkArgs);\n";
+    s.text = t.str();
+    return {FinishSource(std::move(s))};
+  }
+
+  LaunchPlan Plan(const Config& cfg, const Problem& p, const Arch& arch, int max_cache_keys) const override {
+    (void)p, (void)arch, (void)max_cache_keys;
+    const ResidentParams c = ResidentParams::Of(cfg);
+    Stage s;
+    s.block = static_cast<unsigned>(c.block_threads);
+    s.rows_per_cta = c.rows_per_cta();
+    return LaunchPlan{{s}};
+  }
+};
+
+}  // namespace
+
+ResidentParams ResidentParams::Of(const Config& c) {
+  return ResidentParams{c.dtype, c.Get("block_threads"), c.Get("group_threads"), c.Get("items")};
+}
+
+Config ResidentParams::ToConfig() const {
+  Config c;
+  c.family = "resident";
+  c.dtype = dtype;
+  c.params = {{"block_threads", block_threads}, {"group_threads", group_threads}, {"items", items}};
+  return c;
+}
+
+std::shared_ptr<const Family> MakeResidentFamily() { return std::make_shared<Resident>(); }
+
+}  // namespace topk::gen

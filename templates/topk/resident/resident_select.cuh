@@ -1,0 +1,222 @@
+// The resident family: a group of GROUP threads holds one row in registers
+// (ITEMS keys per thread, element t + j * GROUP in thread t's key j), and a
+// CTA of BLOCK threads serves BLOCK / GROUP rows, so short rows share a CTA.
+//
+// The k-th key is found digit by digit, 8 bits a pass from the top, over the
+// registers: each pass counts the keys that still match the prefix into a
+// 256-bin histogram in shared memory (one per group), and the group's first
+// warp scans the bins for the one that holds the rank. The row is
+// read from memory once, and every pass costs the same whatever the values:
+// a shifted row or a few distinct values take the same passes over the same
+// registers. A pass whose bin is taken whole ends the search early.
+//
+// The output: keys above the k-th in arrival order, then the first `need`
+// keys equal to it (any valid top-k; deterministic mode's tie pass runs
+// after the kernel). One warp-aggregated atomic per warp reserves both.
+#pragma once
+#include "topk/args.h"
+#include "topk/keys.cuh"
+#include "topk/row.cuh"
+#include "topk/types.cuh"
+
+namespace topk {
+namespace resident {
+
+template <int DTYPE, int BLOCK, int GROUP, int ITEMS>
+struct Policy {
+  static constexpr int kDtype = DTYPE;
+  static constexpr int kBlock = BLOCK;
+  static constexpr int kGroup = GROUP;  // threads per row
+  static constexpr int kItems = ITEMS;  // keys per thread: rows up to GROUP * ITEMS
+  static constexpr int kRows = BLOCK / GROUP;
+  static constexpr int kKeyBits = Keys<DTYPE>::kBits;
+  static constexpr int kBins = 256;
+  static constexpr int kPasses = kKeyBits / 8;
+  static_assert(GROUP % 32 == 0 && GROUP >= 32 && GROUP <= BLOCK && BLOCK % GROUP == 0, "group");
+  static_assert(BLOCK <= 1024, "block");
+  // Groups smaller than the CTA (and than a warp's sync) need one named
+  // barrier each: ids 0..15.
+  // One named barrier per group (ids 0..15) and 3 KB of static shared memory.
+  static_assert(kRows <= 8, "at most 8 rows per CTA");
+  static_assert(ITEMS >= 1 && ITEMS <= 32, "items");
+};
+
+// One group's shared state.
+// 16-byte aligned and sized: the bins are read as 16-byte vectors, and a
+// CTA's groups lie side by side.
+struct __align__(16) Group {
+  u32 hist[2][256];
+  u32 prefix;   // the k-th key's digits found so far
+  u32 need;     // keys equal to the prefix (at the current depth) still to take
+  u32 done;     // 1: the prefix's bin is taken whole, the search ends
+  u32 claimed;  // output slots reserved: keys above in bits 0-15, ties in 16-31
+};
+static_assert(sizeof(Group) % 16 == 0, "group layout");
+
+// The group's barrier: the CTA's when the group is the CTA, the warp's when
+// it is one warp, else named barrier `id` over GROUP threads.
+template <class P>
+__device__ __forceinline__ void group_sync(int id) {
+  if (P::kGroup == P::kBlock) {
+    __syncthreads();
+  } else if (P::kGroup == 32) {
+    __syncwarp();
+  } else {
+    asm volatile("bar.sync %0, %1;" ::"r"(id), "n"(P::kGroup) : "memory");
+  }
+}
+
+// TOPK_STOP_AT=N (a development define, topk-probe --define) returns at
+// phase boundary N for phase timings: 1 row loaded, 2 first pass done,
+// 3 every pass done (no output written). The keys feed a store that never
+// happens, so the loads stay.
+#ifdef TOPK_STOP_AT
+#define TOPK_RESIDENT_STOP(n)                                            \
+  if (TOPK_STOP_AT == (n)) {                                             \
+    u32 sink = prefix;                                                   \
+    for (int j_ = 0; j_ < I; ++j_) sink ^= key[j_];                      \
+    if (sink == 0x7fc0ffeeu) out_idx[0] = static_cast<int>(sink);        \
+    return;                                                              \
+  }
+#else
+#define TOPK_RESIDENT_STOP(n) (void)0
+#endif
+
+template <class P>
+__device__ void select_row(const TopkArgs& a, int rowi, int gid, int t, Group* g) {
+  using K = Keys<P::kDtype>;
+  using Raw = typename K::Raw;
+  constexpr int G = P::kGroup, I = P::kItems, KB = P::kKeyBits;
+  const bool values = (a.flags & TOPK_FLAG_VALUES) != 0 && a.out_val != nullptr;
+  const int k = a.k;
+  const u32 flip = (a.flags & TOPK_FLAG_SMALLEST) ? (KB == 32 ? ~0u : 0xffffu) : 0u;
+  const Raw* row = static_cast<const Raw*>(a.input) + static_cast<long long>(rowi) * a.row_stride;
+  int* out_idx = a.out_idx + static_cast<long long>(rowi) * k;
+  Raw* out_val = values ? static_cast<Raw*>(a.out_val) + static_cast<long long>(rowi) * k : nullptr;
+  const RowRange range = row_range(a, rowi);
+  const int L = range.end - range.start;
+  if (L <= k) {
+    take_whole_range(row, range, out_idx, out_val, t, G, k, static_cast<Raw>(K::kLowest));
+    return;
+  }
+  // The host checks n <= GROUP * ITEMS; a longer range is a host bug.
+  if (L > G * I) __trap();
+
+  const Raw* base = row + range.start;
+  u32 key[I];
+#pragma unroll
+  for (int j = 0; j < I; ++j) {
+    const int i = t + j * G;
+    key[j] = i < L ? K::key_flip(static_cast<u32>(base[i]), flip) : 0u;
+  }
+  const u32 lane = lane_id();
+  u32 prefix = 0, need = static_cast<u32>(k);
+  TOPK_RESIDENT_STOP(1);
+  if (t == 0) {
+    g->prefix = 0;
+    g->need = need;
+    g->done = 0;
+    g->claimed = 0;
+  }
+  for (int b = t; b < P::kBins; b += G) g->hist[0][b] = 0;
+  group_sync<P>(gid);
+
+  // Two barriers a pass: the histogram is complete, then the group's first
+  // warp has found the bin. (Every warp scanning the bins itself, to save the
+  // second barrier, measured 30% slower on the H100: 32 warps reading 1 KB
+  // each cost more than the barrier.) Two buffers: the one cleared for the
+  // next pass was last read before the previous pass's second barrier.
+  int lo = KB;
+#pragma unroll
+  for (int pass = 0; pass < P::kPasses; ++pass) {
+    const int hi = KB - 8 * pass;
+    lo = hi - 8;
+    u32* h = g->hist[pass & 1];
+    if (pass + 1 < P::kPasses)
+      for (int b = t; b < P::kBins; b += G) g->hist[(pass + 1) & 1][b] = 0;
+#pragma unroll
+    for (int j = 0; j < I; ++j)
+      if (t + j * G < L && (pass == 0 || (key[j] >> hi) == (prefix >> hi))) atomicAdd(&h[(key[j] >> lo) & 0xffu], 1u);
+    group_sync<P>(gid);
+    if (t < 32) {
+      // Lane l scans bins 255 - 8 l down to 248 - 8 l.
+      const uint4* hv = reinterpret_cast<const uint4*>(h + 248 - 8 * lane);
+      const uint4 q1 = hv[1], q0 = hv[0];
+      const u32 c[8] = {q1.w, q1.z, q1.y, q1.x, q0.w, q0.z, q0.y, q0.x};
+      u32 sum = 0;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) sum += c[e];
+      const u32 incl = warp_inclusive_prefix(sum);
+      u32 cum = incl - sum;
+      if (cum < need && need <= incl) {  // exactly one lane: need <= the total
+        bool found = false;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          if (!found && cum + c[e] >= need) {
+            found = true;
+            const u32 left = need - cum;
+            g->prefix = prefix | ((255u - 8u * lane - static_cast<u32>(e)) << lo);
+            g->need = left;
+            g->done = c[e] == left ? 1u : 0u;
+          }
+          if (!found) cum += c[e];
+        }
+      }
+    }
+    group_sync<P>(gid);
+    prefix = g->prefix;
+    need = g->need;
+    if (g->done) break;
+    if (pass == 0) TOPK_RESIDENT_STOP(2);
+  }
+  TOPK_RESIDENT_STOP(3);
+
+  // Keys whose top KB - lo bits exceed the prefix's are above the k-th;
+  // `need` of those equal to it complete the k.
+  const u32 T = prefix >> lo;
+  const int above = k - static_cast<int>(need);
+  u32 mine = 0;
+#pragma unroll
+  for (int j = 0; j < I; ++j) {
+    if (t + j * G >= L) continue;
+    const u32 kk = key[j] >> lo;
+    mine += kk > T ? 1u : kk == T ? 0x10000u : 0u;
+  }
+  const u32 incl = warp_inclusive_prefix(mine);
+  const u32 total = __shfl_sync(kFullMask, incl, 31);
+  u32 at = 0;
+  if (lane == 31 && total != 0) at = atomicAdd(&g->claimed, total);
+  at = __shfl_sync(kFullMask, at, 31) + incl - mine;
+  int pa = static_cast<int>(at & 0xffffu), pt = static_cast<int>(at >> 16);
+#pragma unroll
+  for (int j = 0; j < I; ++j) {
+    const int i = t + j * G;
+    if (i >= L) continue;
+    const u32 kk = key[j] >> lo;
+    int pos = -1;
+    if (kk > T) {
+      pos = pa++;
+    } else if (kk == T) {
+      if (pt < static_cast<int>(need)) pos = above + pt;
+      ++pt;
+    }
+    if (pos >= 0) {
+      out_idx[pos] = range.start + i;
+      if (values) out_val[pos] = base[i];
+    }
+  }
+}
+
+}  // namespace resident
+
+template <class P>
+__global__ void __launch_bounds__(P::kBlock) resident_kernel(TopkArgs a) {
+  __shared__ __align__(16) resident::Group groups[P::kRows];
+  const int gid = static_cast<int>(threadIdx.x) / P::kGroup;
+  const int t = static_cast<int>(threadIdx.x) % P::kGroup;
+  const int rowi = static_cast<int>(blockIdx.x) * P::kRows + gid;
+  if (rowi >= a.batch) return;  // whole groups: no barrier waits on them
+  resident::select_row<P>(a, rowi, gid, t, &groups[gid]);
+}
+
+}  // namespace topk
