@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Times topk-tune (through the Python package) against torch.topk on the same
-tensors in one run, and prints the issue-6 table with ratios.
+tensors in one run, and prints the target table with ratios.
 
 Both are timed the same way: CUDA-graph replay of `--launches` calls, after
 warm-up, median over `--reps` replays; inputs stay L2-hot for the DSA shapes
@@ -29,15 +29,17 @@ import sys
 import torch
 
 SHAPES = [
-    # name, dtype, batch, n, k, ranges, values, l2, target_us
-    ("DSA indexer", "f32", 64, 32768, 2048, True, False, "hot", 10),
+    # name, dtype, batch, n, k, ranges, values, l2, target_us (the targets of
+    # the issue on the second algorithm; MoE: no slower than its 5.4 / 10.4 us)
+    ("DSA indexer", "f32", 64, 4096, 128, True, False, "hot", 3.5),
+    ("DSA indexer", "f32", 64, 32768, 2048, True, False, "hot", 9),
     ("DSA indexer", "f32", 1, 131072, 2048, True, False, "hot", 8),
     ("DSA indexer", "f32", 1, 524288, 2048, True, False, "hot", 12),
-    ("DSA indexer", "f32", 128, 131072, 2048, True, False, "hot", 30),
-    ("sampling", "bf16", 128, 201088, 64, False, True, "rotate", 25),
+    ("DSA indexer", "f32", 128, 131072, 2048, True, False, "hot", 28),
+    ("sampling", "bf16", 128, 201088, 64, False, True, "rotate", 20),
     ("sampling", "f32", 256, 128256, 1024, False, True, "rotate", 50),
-    ("MoE routing", "f32", 4096, 256, 8, False, False, "rotate", 4),
-    ("MoE routing", "bf16", 16384, 256, 8, False, False, "rotate", 6),
+    ("MoE routing", "f32", 4096, 256, 8, False, False, "rotate", 5.4),
+    ("MoE routing", "bf16", 16384, 256, 8, False, False, "rotate", 10.4),
 ]
 
 DT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}

@@ -19,9 +19,9 @@ struct Registry {
     // The built-in families, in the order DefaultConfig consults them: a
     // family's Default() declines the problems it should not serve.
     families.push_back(MakeWarpFamily());
+    families.push_back(MakeResidentFamily());  // before radix: its default serves rows up to 8192
     families.push_back(MakeRadixFamily());
     families.push_back(MakeFilterFamily());
-    families.push_back(MakeResidentFamily());
   }
 };
 

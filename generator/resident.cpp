@@ -13,6 +13,7 @@ Status Broken(const std::string& constraint, const std::string& what) {
 
 constexpr int64_t kShortestRow = 513;    // shorter rows fit a warp: the warp family's
 constexpr int64_t kLongestRow = 16384;   // 1024 threads x 16 keys
+constexpr int64_t kDefaultLongestRow = 8192;
 constexpr int kMaxRowsPerCta = 8;        // a named barrier and 3 KB of shared memory each
 
 const std::vector<ParamSpec>& Specs() {
@@ -100,10 +101,32 @@ class Resident final : public Family {
     return out;
   }
 
-  // Not the default until measured to be one.
+  // Rows of 513 to 8192 elements (H100, normal rows, every enumerated config
+  // against the radix default, docs/PERFORMANCE.md): one row per CTA, 4 keys
+  // per thread while the rows are few (1 x 1024 k32 2.76 us against 4.42,
+  // 64 x 2048 k64 3.91 against 5.34, 64 x 4096 k128 4.70 against 7.20), 8
+  // once there are more than two rows per SM (4096 x 1024 k32 18.2 against
+  // 114, 1024 x 4096 k128 22.7 against 50.6, bf16 1024 x 2048 k16 9.7
+  // against 34.9); the group the smallest power of two that then holds the
+  // row, at most 1024 threads (64 x 8192 k256 7.38 against 8.46). Longer rows
+  // go to the radix family, which led at 1 x 16384 (9.00 against 10.07).
   std::optional<Config> Default(const Problem& p, const Arch& arch) const override {
-    (void)p, (void)arch;
-    return std::nullopt;
+    if (p.n < kShortestRow || p.n > kDefaultLongestRow) return std::nullopt;
+    int items = p.batch > 2LL * arch.sm_count ? 8 : 4;
+    int g = 64;
+    while (g < 1024 && static_cast<int64_t>(g) * items < p.n) g *= 2;
+    while (static_cast<int64_t>(g) * items < p.n) items *= 2;
+    return ResidentParams{p.dtype, g, g, items}.ToConfig();
+  }
+
+  // A winner carries over to rows it holds without idling more than three
+  // quarters of its group (the enumeration's rule); otherwise the default.
+  std::optional<Config> Adapt(const Config& tuned, const Problem& tuned_p, const Problem& p,
+                              const Arch& arch) const override {
+    (void)tuned_p;
+    const ResidentParams c = ResidentParams::Of(tuned);
+    if (c.max_row() >= 4 * p.n || !gen::ValidateFor(tuned, arch, p).ok()) return std::nullopt;
+    return tuned;
   }
 
   std::string KernelKey(const Config& cfg) const override {

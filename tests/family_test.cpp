@@ -174,19 +174,19 @@ TEST(ToyFamilyTest, TunedCachedAndDispatched) {
 
   // A build without the family: its winner is skipped, not an error, and a
   // winner of a known family in the same group still serves nearby shapes.
-  cache::Winner radix;
-  radix.device_fingerprint = dev.fingerprint;
-  radix.problem = Rows(64, 4096, 64);
-  radix.config = gen::DefaultConfig(radix.problem, arch);
-  radix.variant_id = radix.config.Id();
-  radix.median_us = 9;
-  ASSERT_TRUE(c->PutWinner(radix).ok());
+  cache::Winner known;
+  known.device_fingerprint = dev.fingerprint;
+  known.problem = Rows(64, 2048, 64);
+  known.config = gen::DefaultConfig(known.problem, arch);
+  known.variant_id = known.config.Id();
+  known.median_us = 9;
+  ASSERT_TRUE(c->PutWinner(known).ok());
   toy.reset();
   ASSERT_EQ(gen::FindFamily("sorttrunc"), nullptr);
   const auto orphan = runtime::Decide(c.get(), dev.fingerprint, {}, false, p, arch);
   EXPECT_EQ(orphan.source, DispatchSource::kNearest);
-  EXPECT_EQ(orphan.tuned_shape, cache::ProblemKey(radix.problem));
-  EXPECT_EQ(orphan.config.family, radix.config.family);
+  EXPECT_EQ(orphan.tuned_shape, cache::ProblemKey(known.problem));
+  EXPECT_EQ(orphan.config.family, known.config.family);
 }
 
 }  // namespace

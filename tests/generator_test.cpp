@@ -554,7 +554,7 @@ TEST(SpaceTest, DefaultTakesTheWarpBoundForManyFp32RowsAndSmallK) {
   EXPECT_FALSE(bound(DefaultConfig(Prob(DType::kF32, 1024, 256, 8), Arch::Sm90())));
   EXPECT_FALSE(bound(DefaultConfig(Prob(DType::kF32, 4096, 256, 16), Arch::Sm90())));
   EXPECT_FALSE(bound(DefaultConfig(Prob(DType::kBF16, 16384, 256, 8), Arch::Sm90())));
-  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 4096, 1024, 8), Arch::Sm90()).family, "radix");
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 4096, 1024, 8), Arch::Sm90()).family, "resident");
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 4096, 512, 8), Arch::Sm90()).family, "warp");
 }
 
@@ -832,8 +832,22 @@ TEST(ResidentFamilyTest, ConstraintsEnumerationAndPlan) {
   for (const Config& x : Enumerate(Prob(DType::kBF16, 8192, 1024, 32), arch, only)) multi += ResidentParams::Of(x).rows_per_cta() > 1;
   EXPECT_GT(multi, 0);
   EXPECT_EQ(Enumerate(dsa, arch, only), Enumerate(dsa, arch, only));  // stable
-  // Never the default (not measured to be one).
-  EXPECT_NE(DefaultConfig(dsa, arch).family, "resident");
+  // The default for rows of 513 to 8192: 4 keys per thread while the rows
+  // are few, 8 beyond two rows per SM; the group the power of two that holds
+  // the row, at most 1024 threads; one row per CTA.
+  EXPECT_EQ(DefaultConfig(dsa, arch), Config(ResidentParams{DType::kF32, 1024, 1024, 4}));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 1024, 32), arch), Config(ResidentParams{DType::kF32, 256, 256, 4}));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 4096, 1024, 32), arch), Config(ResidentParams{DType::kF32, 128, 128, 8}));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kBF16, 1024, 2048, 16), arch), Config(ResidentParams{DType::kBF16, 256, 256, 8}));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 64, 8192, 256), arch), Config(ResidentParams{DType::kF32, 1024, 1024, 8}));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 513, 8), arch), Config(ResidentParams{DType::kF32, 256, 256, 4}));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 64, 8193, 256), arch).family, "radix");
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 64, 512, 8), arch).family, "warp");
+  // A winner carries over to rows that fill more than a quarter of its group.
+  const Family& fam = *FindFamily("resident");
+  EXPECT_TRUE(fam.Adapt(c, dsa, Prob(DType::kF32, 64, 1025, 128), arch).has_value());
+  EXPECT_FALSE(fam.Adapt(c, dsa, Prob(DType::kF32, 64, 1024, 128), arch).has_value());
+  EXPECT_FALSE(fam.Adapt(c, dsa, Prob(DType::kF32, 64, 4097, 128), arch).has_value());
 
   const Stage s = PlanLaunch(c, dsa, arch).stages.at(0);
   EXPECT_EQ(s.block, 1024u);

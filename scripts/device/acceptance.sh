@@ -21,12 +21,13 @@ LOGDIR=$LOGS  # run() writes its logs there (env.sh)
 keys() { sql "$1" "SELECT device||'|'||variant_id||'|'||problem_key||'|'||input_dist||'|'||l2_mode FROM measurements" | sed '/^$/d' | sort; }
 sql() { python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print('\n'.join('|'.join(map(str,r)) for r in c.execute(sys.argv[2])))" "$@"; }
 
-# tune_targets NAME DB BUDGET: the eight issue-6 shapes, tuned into a fresh DB
+# tune_targets NAME DB BUDGET: the nine target shapes, tuned into a fresh DB
 # (DSA L2-hot, sampling on logits, MoE), logs NAME-dsa, NAME-sampling, NAME-moe.
 tune_targets() {
   local name=$1 db=$2 budget=$3
   rm -f "$db" "$db-wal" "$db-shm"
-  TAIL=8 run "$name-dsa" 300 "$T" tune --db "$db" --l2 hot --budget "$budget" --shape f32:64x32768:2048:ranges \
+  TAIL=8 run "$name-dsa" 300 "$T" tune --db "$db" --l2 hot --budget "$budget" --shape f32:64x4096:128:ranges \
+    --shape f32:64x32768:2048:ranges \
     --shape f32:1x131072:2048:ranges --shape f32:1x524288:2048:ranges --shape f32:128x131072:2048:ranges
   TAIL=6 run "$name-sampling" 300 "$T" tune --db "$db" --l2 rotate --dist logits --budget "$budget" \
     --shape bf16:128x201088:64:values --shape f32:256x128256:1024:values
@@ -70,11 +71,11 @@ for stage in "$@"; do
       done
       cp /tmp/kill-keys-* "$LOGS/" 2>/dev/null
       log "after resume: integrity=$(sql $K 'PRAGMA integrity_check') measurements=$(wc -l </tmp/kill-keys-final) winners=$(sql $K 'SELECT COUNT(*) FROM winners') lost_finished_measurements=$lost" ;;
-    targets)  # tune the eight issue-6 shapes into a fresh cache (compare then times them)
+    targets)  # tune the nine target shapes into a fresh cache (compare then times them)
       tune_targets targets "$DB" "${BUDGET:-10}" ;;
     verify)  # winners re-checked and re-timed in a fresh process
       TAIL=40 run verify 600 "$T" verify --db "$DB" ;;
-    compare)  # the issue-6 table: the runtime against torch.topk, same tensors, same run; DSA also L2-flushed
+    compare)  # the target table: the runtime against torch.topk, same tensors, same run; DSA also L2-flushed
       TAIL=34 run compare 600 python3 bench/compare_torch.py --db "$DB" --l2-flush --json "$LOGS/compare.json" \
         --baselines-out "$LOGS/torch_baselines.jsonl"
       run import-baselines 120 "$T" import "$LOGS/torch_baselines.jsonl" --db "$DB" ;;
@@ -106,8 +107,8 @@ for stage in "$@"; do
         $(python3 bench/nearest_vs_tuned.py --print-shapes)
       TAIL=16 run nearest 300 python3 bench/nearest_vs_tuned.py --grid-db "$GRID" --exact-db $E \
         --json "$LOGS/nearest.json" ;;
-    adversarial)  # the issue-6 shapes' winners on all-equal, few-distinct and tied data
-      # ADV_DB: an existing cache with the eight shapes (the targets stage's); else they are tuned here.
+    adversarial)  # the target shapes' winners on all-equal, few-distinct and tied data
+      # ADV_DB: an existing cache with the nine shapes (the targets stage's); else they are tuned here.
       A=${ADV_DB:-/tmp/adversarial.db}
       [[ -z "${ADV_DB:-}" ]] && tune_targets adversarial-tune $A "${KILL_BUDGET:-3}"
       TAIL=14 run adversarial 300 python3 bench/adversarial.py --db $A --json "$LOGS/adversarial.json" ;;

@@ -210,7 +210,7 @@ __device__ void select_row(const TopkArgs& a, int rowi, int gid, int t, Group* g
 }  // namespace resident
 
 template <class P>
-__global__ void __launch_bounds__(P::kBlock) resident_kernel(TopkArgs a) {
+__global__ void __launch_bounds__(P::kBlock, 1) resident_kernel(TopkArgs a) {
   __shared__ __align__(16) resident::Group groups[P::kRows];
   const int gid = static_cast<int>(threadIdx.x) / P::kGroup;
   const int t = static_cast<int>(threadIdx.x) % P::kGroup;
