@@ -25,6 +25,8 @@ const std::vector<ParamSpec>& Specs() {
        {1024, 2048, 4096}, false, 4096},
       {"margin", "m", "cluster mode: the guess's over-selection in percent of k (more: fewer retries, more candidates)",
        {25, 50, 100}, false, 50},
+      {"recovery", "v", "cluster mode: retries that move the guess along the sample before the key interval halves",
+       {0, 2, 4}, false, 2},
   };
   return specs;
 }
@@ -64,9 +66,12 @@ class Filter final : public Family {
     if (c.cluster == 1) {
       // One CTA per row has no sample: the cluster-mode knobs stay at their
       // defaults, so that one launch has one id.
-      if (c.sample != FilterParams{}.sample || c.margin != FilterParams{}.margin)
-        return Broken("cluster", "sample and margin apply to cluster mode only (cluster 2-16), got cluster 1 with sample " +
-                                     std::to_string(c.sample) + ", margin " + std::to_string(c.margin));
+      if (c.sample != FilterParams{}.sample || c.margin != FilterParams{}.margin ||
+          c.recovery != FilterParams{}.recovery)
+        return Broken("cluster", "sample, margin and recovery apply to cluster mode only (cluster 2-16), got cluster 1 "
+                                 "with sample " +
+                                     std::to_string(c.sample) + ", margin " + std::to_string(c.margin) +
+                                     ", recovery " + std::to_string(c.recovery));
     } else {
       if (c.sample < 64 || c.sample > 16384 || (c.sample & (c.sample - 1)) != 0)
         return Broken("sample", "sample must be a power of two in [64, 16384] keys, got " + std::to_string(c.sample));
@@ -79,6 +84,8 @@ class Filter final : public Family {
       // rows then take the recovery rounds (tests).
       if (c.margin < -90 || c.margin > 1000)
         return Broken("margin", "margin must be in [-90, 1000] percent, got " + std::to_string(c.margin));
+      if (c.recovery < 0 || c.recovery > 4)
+        return Broken("recovery", "recovery must be 0 to 4 retries along the sample, got " + std::to_string(c.recovery));
     }
     return Status::Ok();
   }
@@ -212,7 +219,7 @@ class Filter final : public Family {
     s.smem_bytes = c.smem_bytes(p.k);
     if (c.cluster > 1) {
       s.cluster = static_cast<unsigned>(c.cluster);
-      s.args.rounds = TOPK_FILTER_ROUNDS(c.margin, c.sample);
+      s.args.rounds = TOPK_FILTER_ROUNDS(c.margin, c.sample, c.recovery);
       // The slices stay in shared memory when they fit beside the list;
       // otherwise every round scans them from memory (L2).
       const int base = c.cluster_base_smem(p.k);
@@ -233,6 +240,7 @@ FilterParams FilterParams::Of(const Config& c) {
   f.cluster = c.Get("cluster");
   f.sample = c.Get("sample");
   f.margin = c.Get("margin");
+  f.recovery = c.Get("recovery");
   return f;
 }
 
@@ -241,7 +249,8 @@ Config FilterParams::ToConfig() const {
   c.family = "filter";
   c.dtype = dtype;
   c.params = {{"block_threads", block_threads}, {"unroll", unroll}, {"radix_bits", radix_bits}, {"slack", slack},
-              {"cluster", cluster},            {"sample", sample}, {"margin", margin}};
+              {"cluster", cluster},            {"sample", sample}, {"margin", margin},
+              {"recovery", recovery}};
   return c;
 }
 

@@ -24,6 +24,7 @@ struct FilterParams {
   int cluster = 1;          // [code: 1 or clustered] CTAs per row
   int sample = 4096;        // keys in the merged sample, split over the CTAs (cluster mode)
   int margin = 50;          // over-selection of the guess in percent of k (cluster mode)
+  int recovery = 2;         // retries along the sample before the key interval halves (cluster mode, 0-4)
 
   static FilterParams Of(const Config& c);
   Config ToConfig() const;

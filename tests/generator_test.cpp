@@ -738,6 +738,9 @@ TEST(FilterFamilyTest, ClusterModeIdsConstraintsAndPlan) {
   EXPECT_EQ(broken([](FilterParams& x) { x.block_threads = 256, x.sample = 8192; }), "constraint sample");
   EXPECT_EQ(broken([](FilterParams& x) { x.sample = 3000; }), "constraint sample");
   EXPECT_EQ(broken([](FilterParams& x) { x.margin = -95; }), "constraint margin");
+  EXPECT_EQ(broken([](FilterParams& x) { x.recovery = 5; }), "constraint recovery");
+  EXPECT_EQ(broken([](FilterParams& x) { x.recovery = -1; }), "constraint recovery");
+  EXPECT_EQ(broken([](FilterParams& x) { x.cluster = 1, x.recovery = 0; }), "constraint cluster");
   EXPECT_EQ(Validate(c, Arch::Sm80()).where(), "constraint cluster");
 
   // A sample too coarse for the list's room beyond k is refused for the
@@ -775,7 +778,15 @@ TEST(FilterFamilyTest, ClusterModeIdsConstraintsAndPlan) {
   EXPECT_EQ(s.Grid(3), 48u);
   EXPECT_EQ(s.args.buffer, 2048 + 4096);
   EXPECT_EQ(s.args.cache_cap, 32768);
-  EXPECT_EQ(s.args.rounds, TOPK_FILTER_ROUNDS(50, 4096));
+  EXPECT_EQ(s.args.rounds, TOPK_FILTER_ROUNDS(50, 4096, 2));
+  FilterParams bisect = c;
+  bisect.recovery = 0;
+  EXPECT_EQ(Config(bisect).Id(), "filter_f32_b1024_u1_r11_s1_c16_v0");
+  EXPECT_EQ(Config(bisect).KernelKey(), Config(c).KernelKey());  // a launch argument
+  EXPECT_EQ(PlanLaunch(bisect, Prob(DType::kF32, 1, 524288, 2048), arch).stages.at(0).args.rounds,
+            TOPK_FILTER_ROUNDS(50, 4096, 0));
+  EXPECT_EQ((TOPK_FILTER_ROUNDS(1000, 16384, 4) >> 27) & 0xf, 4);  // the fields do not overlap
+  EXPECT_EQ((TOPK_FILTER_ROUNDS(1000, 16384, 4) >> 12) & 0x7fff, 16384);
   EXPECT_EQ(s.smem_bytes, c.cluster_base_smem(2048) + 32768 * 4);
   EXPECT_EQ(c.cluster_base_smem(2048), 2048 * 4 + 4096 * 4 + 6144 * 8);
   EXPECT_LE(s.smem_bytes + arch.static_smem_reserve, arch.max_smem_optin);

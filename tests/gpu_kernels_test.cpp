@@ -283,6 +283,18 @@ class GpuKernelsTest : public ::testing::Test {
               knobs_out->push_back(nullptr);
             }
           }
+        // Both retry directions under each recovery: pure halving (0) and
+        // the most steps along the sample (4).
+        if (clustered)
+          for (int margin : {-50, 1000})
+            for (int recovery : {0, 4}) {
+              Config c = base;
+              c.Set("margin", margin);
+              c.Set("recovery", recovery);
+              if (!gen::Validate(c, info_.ToArch()).ok()) continue;
+              out.push_back(c);
+              knobs_out->push_back(nullptr);
+            }
       }
       return out;
     }

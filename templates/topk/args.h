@@ -21,10 +21,13 @@
 // many times the block size.
 #define TOPK_FILTER_MAX_ITEMS 16
 
-// The filter family's cluster mode packs two knobs into TopkArgs::rounds: the
-// over-selection margin in percent (-1000..3095, stored plus 1000) and the
-// merged sample's size (split evenly over the cluster's CTAs).
-#define TOPK_FILTER_ROUNDS(margin, sample) (((margin) + 1000) | ((sample) << 12))
+// The filter family's cluster mode packs three knobs into TopkArgs::rounds:
+// the over-selection margin in percent (-1000..3095, stored plus 1000, bits
+// 0-11), the merged sample's size (split evenly over the cluster's CTAs, bits
+// 12-26) and the recovery: how many retries move along the sample before the
+// key interval halves (0-15, bits 27-30).
+#define TOPK_FILTER_ROUNDS(margin, sample, recovery) \
+  (((margin) + 1000) | ((sample) << 12) | ((recovery) << 27))
 
 // Whether a one-CTA kernel's first pass captures candidates speculatively
 // (RowSelect, radix/driver.cuh): a buffer of at least 512 with room for

@@ -13,9 +13,10 @@
 //   otherwise            the guess was too high (G + E < k) or too low
 //                        (G > capacity): the k-th key lies strictly between
 //                        the bounds found so far; the next guess moves along
-//                        the sample (twice or half the rank, twice at most),
-//                        then halves the interval (at most 1 + key bits
-//                        rounds, each a scan of shared memory).
+//                        the sample (twice or half the rank, `recovery`
+//                        times at most, 0-4), then halves the interval (at
+//                        most 1 + recovery + key bits rounds, each a scan of
+//                        shared memory).
 //
 // The guess is a key, not a digit of it, so a shifted or few-valued row costs
 // what a normal one does: a plateau or a few distinct values end in the
@@ -32,13 +33,17 @@ namespace filter {
 // Launch arguments of the cluster mode (TopkArgs): `buffer` is the leader's
 // list capacity, `cache_cap` the slice length kept in shared memory (a longer
 // slice is scanned from memory each round), `rounds` packs the merged
-// sample's size and the over-selection margin (TOPK_FILTER_ROUNDS, args.h).
+// sample's size, the over-selection margin and the recovery
+// (TOPK_FILTER_ROUNDS, args.h).
 __host__ __device__ constexpr int cluster_smem_bytes(int hist_bytes, int sample_total, int capacity,
                                                      int cache_bytes) {
   return ((hist_bytes + sample_total * 4 + capacity * 8 + 15) & ~15) + cache_bytes;
 }
 
-constexpr int kClusterMaxRounds = 36;  // one guess, then at most 33 halvings of a 32-bit key interval
+// One guess, at most 4 steps along the sample (the host's recovery bound),
+// then at most 33 halvings of a 32-bit key interval.
+constexpr int kClusterMaxRecovery = 4;
+constexpr int kClusterMaxRounds = 1 + kClusterMaxRecovery + 33;
 
 struct ClusterControl {
   // Leader: per round, keys above the guess (and list slots taken) and keys
@@ -271,7 +276,9 @@ struct ClusterFilter {
     CL::arrive_relaxed();
     const int cap = a.buffer;
     const int margin = (a.rounds & 0xfff) - 1000;
-    const int S = (a.rounds >> 12) / static_cast<int>(C);  // sample per CTA
+    const int S = ((a.rounds >> 12) & 0x7fff) / static_cast<int>(C);  // sample per CTA
+    const int packed_recovery = (a.rounds >> 27) & 0xf;  // retries along the sample before halving
+    const int recovery = packed_recovery < kClusterMaxRecovery ? packed_recovery : kClusterMaxRecovery;
     const int ST = S * static_cast<int>(C);
     {
       // The launch must provide the layout the host computed; a mismatch is
@@ -427,10 +434,10 @@ struct ClusterFilter {
       if (high) hi = guess;         // else too low: more keys above it than the list holds
       else lo = guess;
       if (round + 1 >= kClusterMaxRounds) __trap();  // unreachable: the interval halves each round
-      // The first retries move along the sample (twice or half the rank);
-      // then, or when that leaves the interval, the interval halves.
+      // The first `recovery` retries move along the sample (twice or half the
+      // rank); then, or when that leaves the interval, the interval halves.
       u32 next = static_cast<u32>((lo + hi) / 2);
-      if (round < 2) {
+      if (round < recovery) {
         want = high ? 2 * want + 2 : want / 2;
         const u32 g2 = guess_at(sample, ST, &want);
         if (static_cast<long long>(g2) > lo && static_cast<long long>(g2) < hi) next = g2;
