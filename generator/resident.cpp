@@ -21,6 +21,9 @@ const std::vector<ParamSpec>& Specs() {
       {"block_threads", "b", "threads per CTA (block / group rows per CTA)", {128, 256, 512, 1024}, true},
       {"group_threads", "g", "threads per row, the row in their registers", {64, 128, 256, 512, 1024}, true},
       {"items", "i", "keys per thread: rows up to group x items", {4, 8, 16}, true},
+      {"cluster", "c",
+       "CTAs per row (2-16: a thread-block cluster, the row split over their registers; one binary for every size)",
+       {1, 2, 4, 8, 16}, true, 1},
   };
   return specs;
 }
@@ -48,6 +51,14 @@ class Resident final : public Family {
                                  std::to_string(c.block_threads) + ", got " + std::to_string(c.group_threads));
     if (c.items < 1 || c.items > 32)
       return Broken("items", "items must be in [1, 32], got " + std::to_string(c.items));
+    if (c.cluster < 1 || c.cluster > 16 || (c.cluster & (c.cluster - 1)) != 0)
+      return Broken("cluster", "cluster must be 1, 2, 4, 8 or 16, got " + std::to_string(c.cluster));
+    if (c.cluster > 1 && !arch.clusters())
+      return Broken("cluster", "thread-block clusters need sm_90 or newer, not " + arch.Name());
+    if (c.cluster > arch.max_cluster())
+      return Broken("cluster", "cluster " + std::to_string(c.cluster) + " exceeds " + arch.Name() + "'s maximum");
+    if (c.cluster > 1 && c.group_threads != c.block_threads)
+      return Broken("cluster", "cluster mode holds one group per CTA: group_threads must equal block_threads");
     if (c.rows_per_cta() > kMaxRowsPerCta)
       return Broken("group", "at most " + std::to_string(kMaxRowsPerCta) + " rows per CTA (block " +
                                  std::to_string(c.block_threads) + " / group " + std::to_string(c.group_threads) + ")");
@@ -57,33 +68,54 @@ class Resident final : public Family {
   Status ValidateFor(const Config& cfg, const Arch& arch, const Problem& p) const override {
     (void)arch;
     const ResidentParams c = ResidentParams::Of(cfg);
-    if (p.n > c.max_row())
-      return Broken("items", std::to_string(c.group_threads) + " threads of " + std::to_string(c.items) +
-                                 " keys hold rows up to " + std::to_string(c.max_row()) + ", n is " +
-                                 std::to_string(p.n) + " (more items or a larger group)");
+    if (p.n > c.capacity())
+      return Broken("items", std::to_string(c.cluster) + " x " + std::to_string(c.group_threads) + " threads of " +
+                                 std::to_string(c.items) + " keys hold rows up to " + std::to_string(c.capacity()) +
+                                 ", n is " + std::to_string(p.n) + " (more items, a larger group or cluster)");
     return Status::Ok();
   }
 
   std::vector<Config> Enumerate(const Problem& p, const Arch& arch, const SpaceOptions& opts) const override {
-    (void)opts;
     std::vector<Config> out;
-    if (p.n < kShortestRow || p.n > kLongestRow) return out;
-    for (int g : Specs()[1].values)
-      for (int rows : {1, 2, 4}) {
-        const int b = g * rows;
-        if (b < 128 || b > 1024) continue;
-        // Several rows per CTA only while every SM still gets a CTA.
-        if (rows > 1 && p.batch / rows < arch.sm_count) continue;
-        int items = 0;
-        for (int i : Specs()[2].values)
-          if (static_cast<int64_t>(g) * i >= p.n) {
-            items = i;
-            break;
-          }
-        // No room, or a group more than twice the row's need.
-        if (items == 0 || static_cast<int64_t>(g) * items >= 4 * p.n) continue;
-        Config c = ResidentParams{p.dtype, b, g, items}.ToConfig();
-        if (Validate(c, arch).ok() && ValidateFor(c, arch, p).ok()) out.push_back(std::move(c));
+    if (p.n < kShortestRow) return out;
+    if (p.n <= kLongestRow) {
+      for (int g : Specs()[1].values)
+        for (int rows : {1, 2, 4}) {
+          const int b = g * rows;
+          if (b < 128 || b > 1024) continue;
+          // Several rows per CTA only while every SM still gets a CTA.
+          if (rows > 1 && p.batch / rows < arch.sm_count) continue;
+          int items = 0;
+          for (int i : Specs()[2].values)
+            if (static_cast<int64_t>(g) * i >= p.n) {
+              items = i;
+              break;
+            }
+          // No room, or a group more than twice the row's need.
+          if (items == 0 || static_cast<int64_t>(g) * items >= 4 * p.n) continue;
+          Config c = ResidentParams{p.dtype, b, g, items}.ToConfig();
+          if (Validate(c, arch).ok() && ValidateFor(c, arch, p).ok()) out.push_back(std::move(c));
+        }
+    }
+    // Cluster mode where the rows are few: every cluster resident at once (a
+    // CTA an SM), every CTA at least 1024 keys, the CTAs' registers not more
+    // than four times the row's need.
+    if (opts.include_cluster && arch.clusters())
+      for (int cl : {2, 4, 8, 16}) {
+        if (cl > arch.max_cluster() || p.batch * cl > arch.sm_count || p.n / cl < 1024) continue;
+        for (int g : {512, 1024}) {
+          int items = 0;
+          for (int i : Specs()[2].values)
+            if (static_cast<int64_t>(cl) * g * i >= p.n) {
+              items = i;
+              break;
+            }
+          if (items == 0 || static_cast<int64_t>(cl) * g * items >= 4 * p.n) continue;
+          ResidentParams r{p.dtype, g, g, items};
+          r.cluster = cl;
+          Config c = r.ToConfig();
+          if (Validate(c, arch).ok() && ValidateFor(c, arch, p).ok()) out.push_back(std::move(c));
+        }
       }
     return out;
   }
@@ -96,6 +128,15 @@ class Resident final : public Family {
           const int b = g * rows;
           if (b < 128 || b > 1024) continue;
           Config c = ResidentParams{dtype, b, g, items}.ToConfig();
+          if (Validate(c, arch).ok()) out.push_back(std::move(c));
+        }
+    // The clustered binaries (one serves every cluster size).
+    if (arch.clusters())
+      for (int g : {512, 1024})
+        for (int items : Specs()[2].values) {
+          ResidentParams r{dtype, g, g, items};
+          r.cluster = 2;
+          Config c = r.ToConfig();
           if (Validate(c, arch).ok()) out.push_back(std::move(c));
         }
     return out;
@@ -125,7 +166,7 @@ class Resident final : public Family {
                               const Arch& arch) const override {
     (void)tuned_p;
     const ResidentParams c = ResidentParams::Of(tuned);
-    if (c.max_row() >= 4 * p.n || !gen::ValidateFor(tuned, arch, p).ok()) return std::nullopt;
+    if (c.capacity() >= 4 * p.n || !gen::ValidateFor(tuned, arch, p).ok()) return std::nullopt;
     return tuned;
   }
 
@@ -133,6 +174,7 @@ class Resident final : public Family {
     const ResidentParams c = ResidentParams::Of(cfg);
     std::ostringstream s;
     s << "resident_" << DTypeName(c.dtype) << "_b" << c.block_threads << "_g" << c.group_threads << "_i" << c.items;
+    if (c.cluster > 1) s << "_cN";
     return s.str();
   }
 
@@ -144,7 +186,8 @@ class Resident final : public Family {
     KernelSource s;
     s.key = KernelKey(cfg);
     s.file_name = s.key + ".cu";
-    s.name_expression = "topk::resident_kernel<" + pol.str() + ">";
+    s.name_expression =
+        std::string(c.cluster > 1 ? "topk::resident_cluster_kernel<" : "topk::resident_kernel<") + pol.str() + ">";
     std::ostringstream t;
     t << "// Generated by topk-tune: kernel " << s.key << ".\n"
       << "#include \"topk/resident/resident_select.cuh\"\n\n"
@@ -164,6 +207,7 @@ class Resident final : public Family {
     Stage s;
     s.block = static_cast<unsigned>(c.block_threads);
     s.rows_per_cta = c.rows_per_cta();
+    s.cluster = static_cast<unsigned>(c.cluster);
     return LaunchPlan{{s}};
   }
 };
@@ -171,14 +215,17 @@ class Resident final : public Family {
 }  // namespace
 
 ResidentParams ResidentParams::Of(const Config& c) {
-  return ResidentParams{c.dtype, c.Get("block_threads"), c.Get("group_threads"), c.Get("items")};
+  ResidentParams r{c.dtype, c.Get("block_threads"), c.Get("group_threads"), c.Get("items")};
+  r.cluster = c.Get("cluster");
+  return r;
 }
 
 Config ResidentParams::ToConfig() const {
   Config c;
   c.family = "resident";
   c.dtype = dtype;
-  c.params = {{"block_threads", block_threads}, {"group_threads", group_threads}, {"items", items}};
+  c.params = {{"block_threads", block_threads}, {"group_threads", group_threads}, {"items", items},
+              {"cluster", cluster}};
   return c;
 }
 

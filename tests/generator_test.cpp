@@ -830,7 +830,8 @@ TEST(ResidentFamilyTest, ConstraintsEnumerationAndPlan) {
   SpaceOptions only;
   only.families = {"resident"};
   EXPECT_TRUE(Enumerate(Prob(DType::kF32, 4096, 256, 8), arch, only).empty());      // the warp family's
-  EXPECT_TRUE(Enumerate(Prob(DType::kF32, 64, 32768, 2048), arch, only).empty());   // too long
+  for (const Config& x : Enumerate(Prob(DType::kF32, 64, 32768, 2048), arch, only))
+    EXPECT_GT(ResidentParams::Of(x).cluster, 1) << x.Id();  // too long for one CTA
   const Problem dsa = Prob(DType::kF32, 64, 4096, 128);
   const std::vector<Config> one = Enumerate(dsa, arch, only);
   ASSERT_FALSE(one.empty());
@@ -869,6 +870,55 @@ TEST(ResidentFamilyTest, ConstraintsEnumerationAndPlan) {
   const KernelSource src = GenerateSource(c);
   EXPECT_EQ(src.name_expression, "topk::resident_kernel<topk::resident::Policy<0, 1024, 256, 16>>");
   EXPECT_NE(src.text.find("#include \"topk/resident/resident_select.cuh\""), std::string::npos);
+
+  // Cluster mode: one binary for every size, one group per CTA, rows up to
+  // cluster x group x items, enumerated only while the clusters fit the SMs.
+  ResidentParams cl{DType::kF32, 1024, 1024, 8};
+  cl.cluster = 16;
+  EXPECT_EQ(Config(cl).Id(), "resident_f32_b1024_g1024_i8_c16");
+  EXPECT_EQ(Config(cl).KernelKey(), "resident_f32_b1024_g1024_i8_cN");
+  ResidentParams cl2 = cl;
+  cl2.cluster = 2;
+  EXPECT_EQ(Config(cl2).KernelKey(), Config(cl).KernelKey());
+  EXPECT_EQ(cl.capacity(), 131072);
+  EXPECT_TRUE(ValidateFor(cl, arch, Prob(DType::kF32, 1, 131072, 2048)).ok());
+  EXPECT_EQ(ValidateFor(cl, arch, Prob(DType::kF32, 1, 131073, 2048)).where(), "constraint items");
+  auto broken_cl = [&](auto f) {
+    ResidentParams x = cl;
+    f(x);
+    return Validate(x, arch).where();
+  };
+  EXPECT_EQ(broken_cl([](ResidentParams& x) { x.cluster = 3; }), "constraint cluster");
+  EXPECT_EQ(broken_cl([](ResidentParams& x) { x.cluster = 32; }), "constraint cluster");
+  EXPECT_EQ(broken_cl([](ResidentParams& x) { x.group_threads = 512; }), "constraint cluster");
+  EXPECT_EQ(Validate(cl, Arch::Sm80()).where(), "constraint cluster");
+  const Stage cs = PlanLaunch(cl, Prob(DType::kF32, 1, 131072, 2048), arch).stages.at(0);
+  EXPECT_EQ(cs.cluster, 16u);
+  EXPECT_EQ(cs.rows_per_cta, 1);
+  EXPECT_EQ(cs.Grid(2), 32u);
+  EXPECT_EQ(GenerateSource(cl).name_expression, "topk::resident_cluster_kernel<topk::resident::Policy<0, 1024, 1024, 8>>");
+  auto clusters = [&](const Problem& p) {
+    int n = 0;
+    for (const Config& x : Enumerate(p, arch, only)) {
+      EXPECT_TRUE(ValidateFor(x, arch, p).ok()) << x.Id();
+      const ResidentParams r = ResidentParams::Of(x);
+      if (r.cluster > 1) {
+        ++n;
+        EXPECT_LE(p.batch * r.cluster, arch.sm_count) << x.Id();
+        EXPECT_LT(r.capacity(), 4 * p.n) << x.Id();
+      }
+    }
+    return n;
+  };
+  EXPECT_GT(clusters(Prob(DType::kF32, 1, 131072, 2048)), 0);
+  EXPECT_GT(clusters(Prob(DType::kF32, 64, 32768, 2048)), 0);
+  EXPECT_EQ(clusters(Prob(DType::kF32, 128, 131072, 2048)), 0);  // more clusters than SMs
+  EXPECT_EQ(clusters(Prob(DType::kF32, 1, 524288, 2048)), 0);    // more than 16 CTAs' registers
+  SpaceOptions no_cluster = only;
+  no_cluster.include_cluster = false;
+  EXPECT_TRUE(Enumerate(Prob(DType::kF32, 1, 131072, 2048), arch, no_cluster).empty());
+  // Never the default.
+  EXPECT_NE(DefaultConfig(Prob(DType::kF32, 64, 32768, 2048), arch).family, "resident");
 }
 
 TEST(ProblemTest, ValidateNamesTheField) {

@@ -363,10 +363,13 @@ class GpuKernelsTest : public ::testing::Test {
       std::vector<const Knobs*> knobs;
       std::vector<Config> vs = Variants(k, &knobs);
       for (size_t i = 0; i < vs.size(); ++i) {
+        // Resident rows sized to the variant: its cluster multiplies what a
+        // group holds.
         RunVariant(vs[i], knobs[i],
-                   k.family == "warp"       ? WarpCases(k.Get("items"))
-                   : k.family == "resident" ? ResidentCases(int64_t{k.Get("group_threads")} * k.Get("items"))
-                                            : BlockCases(subset_),
+                   k.family == "warp" ? WarpCases(k.Get("items"))
+                   : k.family == "resident"
+                       ? ResidentCases(int64_t{k.Get("group_threads")} * k.Get("items") * vs[i].Get("cluster"))
+                       : BlockCases(subset_),
                    &cases, &t);
         if (HasFatalFailure()) return;
       }

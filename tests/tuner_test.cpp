@@ -321,17 +321,18 @@ TEST_F(TunerTest, BudgetedLocalSearchFindsTheMinimumWithoutTheWholeSpace) {
 
 // Regression: with a small budget the search measured no filter config of
 // 128 x 131072, k 2048, so the robust objective never saw the family that
-// does not collapse. The search now starts with one config of every family.
+// does not collapse. The search now starts with one config of every family
+// (here the resident family's cluster mode comes first, flat like filter).
 TEST_F(TunerTest, BudgetedSearchOfTwoCandidatesStillMeasuresTheFlatFamily) {
   opt_.strategy = "budget";
   opt_.budget_s = 1e9;
   opt_.max_candidates = 2;        // the default and one more
   opt_.objective = "robust";
-  eval_.other_us = 15;            // the filter family: flat
+  eval_.other_us = 15;            // the other families: flat
   eval_.radix_adversarial = 3.0;  // radix: 3x on adversarial inputs
   auto s = Tune(opt_);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
-  EXPECT_EQ(s->winner_id.rfind("filter_", 0), 0u) << s->winner_id;
+  EXPECT_NE(s->winner_id.rfind("radix_", 0), 0u) << s->winner_id;
 }
 
 TEST_F(TunerTest, InjectedFaultsAreRecordedNotWinners) {
@@ -431,7 +432,7 @@ TEST(SearchTest, LocalSearchProposesEachOnceAndMovesTowardsBetterNeighbours) {
 // go unmeasured under a small budget.
 TEST(SearchTest, LocalSearchStartsWithOneConfigOfEveryFamily) {
   const gen::Arch arch = gen::Arch::Sm90();
-  std::vector<gen::Config> space = gen::Enumerate(Shape(), arch);  // radix and filter
+  std::vector<gen::Config> space = gen::Enumerate(Shape(), arch);  // resident (clusters), radix and filter
   Problem moe;
   moe.batch = 4096;
   moe.n = 256;
@@ -443,8 +444,8 @@ TEST(SearchTest, LocalSearchStartsWithOneConfigOfEveryFamily) {
   space.insert(space.end(), warp.begin(), warp.end());
   std::map<std::string, int> in_space;
   for (const gen::Config& c : space) ++in_space[c.family];
-  ASSERT_EQ(in_space.size(), 3u);
-  ASSERT_GT(in_space["radix"], 5 * (in_space["filter"] + in_space["warp"]));  // random starts: mostly radix
+  ASSERT_EQ(in_space.size(), 4u);
+  ASSERT_GT(in_space["radix"], 5 * (in_space["filter"] + in_space["warp"] + in_space["resident"]));  // mostly radix
   const gen::Config def = gen::DefaultConfig(Shape(), arch);
   ASSERT_EQ(def.family, "radix");
   const int start = static_cast<int>(std::find(space.begin(), space.end(), def) - space.begin());
@@ -453,13 +454,13 @@ TEST(SearchTest, LocalSearchStartsWithOneConfigOfEveryFamily) {
     auto s = MakeLocalSearch(space, start, seed);
     ASSERT_EQ(s->Next(), start);
     std::set<std::string> families = {"radix"};
-    for (int n = 0; n < 2; ++n) {
+    for (int n = 0; n < 3; ++n) {
       const int i = s->Next();
       ASSERT_GE(i, 0);
       EXPECT_TRUE(families.insert(space[static_cast<size_t>(i)].family).second) << space[static_cast<size_t>(i)].Id();
       s->Report(i, 1.0);
     }
-    EXPECT_EQ(families, (std::set<std::string>{"radix", "filter", "warp"})) << "seed " << seed;
+    EXPECT_EQ(families, (std::set<std::string>{"radix", "filter", "warp", "resident"})) << "seed " << seed;
   }
 }
 

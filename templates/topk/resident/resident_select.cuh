@@ -16,6 +16,7 @@
 #pragma once
 #include "topk/args.h"
 #include "topk/keys.cuh"
+#include "topk/radix/cluster.cuh"
 #include "topk/row.cuh"
 #include "topk/types.cuh"
 
@@ -45,11 +46,13 @@ struct Policy {
 // 16-byte aligned and sized: the bins are read as 16-byte vectors, and a
 // CTA's groups lie side by side.
 struct __align__(16) Group {
-  u32 hist[2][256];
-  u32 prefix;   // the k-th key's digits found so far
-  u32 need;     // keys equal to the prefix (at the current depth) still to take
-  u32 done;     // 1: the prefix's bin is taken whole, the search ends
-  u32 claimed;  // output slots reserved: keys above in bits 0-15, ties in 16-31
+  u32 hist[3][256];
+  u32 prefix;  // the k-th key's digits found so far
+  u32 need;    // keys equal to the prefix (at the current depth) still to take
+  u32 done;    // 1: the prefix's bin is taken whole, the search ends
+  u32 above;   // output slots reserved for keys above the k-th
+  u32 ties;    // and for keys equal to it
+  u32 pad[3];
 };
 static_assert(sizeof(Group) % 16 == 0, "group layout");
 
@@ -82,11 +85,17 @@ __device__ __forceinline__ void group_sync(int id) {
 #define TOPK_RESIDENT_STOP(n) (void)0
 #endif
 
-template <class P>
+// One row: the whole of it in this group's registers (C = 1), or this CTA's
+// slice of it, the row split over the thread-block cluster (C = 2, any
+// size from the launch: one group per CTA, histograms summed over the cluster
+// through distributed shared memory).
+template <class P, int C>
 __device__ void select_row(const TopkArgs& a, int rowi, int gid, int t, Group* g) {
+  using CL = Cluster<C>;
   using K = Keys<P::kDtype>;
   using Raw = typename K::Raw;
   constexpr int G = P::kGroup, I = P::kItems, KB = P::kKeyBits;
+  constexpr bool kClustered = C != 1;
   const bool values = (a.flags & TOPK_FLAG_VALUES) != 0 && a.out_val != nullptr;
   const int k = a.k;
   const u32 flip = (a.flags & TOPK_FLAG_SMALLEST) ? (KB == 32 ? ~0u : 0xffffu) : 0u;
@@ -95,54 +104,71 @@ __device__ void select_row(const TopkArgs& a, int rowi, int gid, int t, Group* g
   Raw* out_val = values ? static_cast<Raw*>(a.out_val) + static_cast<long long>(rowi) * k : nullptr;
   const RowRange range = row_range(a, rowi);
   const int L = range.end - range.start;
+  const u32 rank = CL::rank(), csize = CL::size();
   if (L <= k) {
-    take_whole_range(row, range, out_idx, out_val, t, G, k, static_cast<Raw>(K::kLowest));
+    // No shared memory is touched: the cluster's CTAs may simply leave.
+    if (rank == 0) take_whole_range(row, range, out_idx, out_val, t, G, k, static_cast<Raw>(K::kLowest));
     return;
   }
-  // The host checks n <= GROUP * ITEMS; a longer range is a host bug.
-  if (L > G * I) __trap();
+  // This CTA's slice; the host checks n <= cluster x GROUP x ITEMS, so a
+  // longer range is a host bug.
+  const int S = (L + static_cast<int>(csize) - 1) / static_cast<int>(csize);
+  if (S > G * I) __trap();
+  const int s0 = static_cast<int>(rank) * S;
+  const int len = L - s0 < S ? (L - s0 > 0 ? L - s0 : 0) : S;
 
-  const Raw* base = row + range.start;
+  const Raw* base = row + range.start + s0;
   u32 key[I];
 #pragma unroll
   for (int j = 0; j < I; ++j) {
     const int i = t + j * G;
-    key[j] = i < L ? K::key_flip(static_cast<u32>(base[i]), flip) : 0u;
+    key[j] = i < len ? K::key_flip(static_cast<u32>(base[i]), flip) : 0u;
   }
   const u32 lane = lane_id();
   u32 prefix = 0, need = static_cast<u32>(k);
-  TOPK_RESIDENT_STOP(1);
+  if (!kClustered) TOPK_RESIDENT_STOP(1);
   if (t == 0) {
     g->prefix = 0;
     g->need = need;
     g->done = 0;
-    g->claimed = 0;
+    g->above = 0;
+    g->ties = 0;
   }
   for (int b = t; b < P::kBins; b += G) g->hist[0][b] = 0;
   group_sync<P>(gid);
 
-  // Two barriers a pass: the histogram is complete, then the group's first
-  // warp has found the bin. (Every warp scanning the bins itself, to save the
-  // second barrier, measured 30% slower on the H100: 32 warps reading 1 KB
-  // each cost more than the barrier.) Two buffers: the one cleared for the
-  // next pass was last read before the previous pass's second barrier.
+  // Two barriers a pass: the histogram is complete (over the cluster: a
+  // cluster barrier, whose release / acquire orders the remote reads), then
+  // the first warp has found the bin; in a cluster every CTA's first warp
+  // sums the CTAs' histograms and finds the same bin. (Every warp scanning
+  // the bins itself, to save the second barrier, measured 30% slower on the
+  // H100: 32 warps reading 1 KB each cost more than the barrier.) Three
+  // buffers: the one cleared for the next pass was last read (by any CTA)
+  // before this CTA passed the previous pass's first barrier.
   int lo = KB;
 #pragma unroll
   for (int pass = 0; pass < P::kPasses; ++pass) {
     const int hi = KB - 8 * pass;
     lo = hi - 8;
-    u32* h = g->hist[pass & 1];
+    u32* h = g->hist[pass % 3];
     if (pass + 1 < P::kPasses)
-      for (int b = t; b < P::kBins; b += G) g->hist[(pass + 1) & 1][b] = 0;
+      for (int b = t; b < P::kBins; b += G) g->hist[(pass + 1) % 3][b] = 0;
 #pragma unroll
     for (int j = 0; j < I; ++j)
-      if (t + j * G < L && (pass == 0 || (key[j] >> hi) == (prefix >> hi))) atomicAdd(&h[(key[j] >> lo) & 0xffu], 1u);
-    group_sync<P>(gid);
+      if (t + j * G < len && (pass == 0 || (key[j] >> hi) == (prefix >> hi)))
+        atomicAdd(&h[(key[j] >> lo) & 0xffu], 1u);
+    if (kClustered) CL::sync();
+    else group_sync<P>(gid);
     if (t < 32) {
-      // Lane l scans bins 255 - 8 l down to 248 - 8 l.
-      const uint4* hv = reinterpret_cast<const uint4*>(h + 248 - 8 * lane);
-      const uint4 q1 = hv[1], q0 = hv[0];
-      const u32 c[8] = {q1.w, q1.z, q1.y, q1.x, q0.w, q0.z, q0.y, q0.x};
+      // Lane l scans bins 255 - 8 l down to 248 - 8 l (of every CTA).
+      u32 c[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      const u32 at = smem_addr(h + 248 - 8 * lane);
+      for (u32 r = 0; r < csize; ++r) {
+        const u32 ra = kClustered ? CL::map(h + 248 - 8 * lane, r) : at;
+        const uint4 q1 = CL::load4(ra + 16), q0 = CL::load4(ra);
+        c[0] += q1.w, c[1] += q1.z, c[2] += q1.y, c[3] += q1.x;
+        c[4] += q0.w, c[5] += q0.z, c[6] += q0.y, c[7] += q0.x;
+      }
       u32 sum = 0;
 #pragma unroll
       for (int e = 0; e < 8; ++e) sum += c[e];
@@ -167,31 +193,38 @@ __device__ void select_row(const TopkArgs& a, int rowi, int gid, int t, Group* g
     prefix = g->prefix;
     need = g->need;
     if (g->done) break;
-    if (pass == 0) TOPK_RESIDENT_STOP(2);
+    if (!kClustered && pass == 0) TOPK_RESIDENT_STOP(2);
   }
-  TOPK_RESIDENT_STOP(3);
+  if (!kClustered) TOPK_RESIDENT_STOP(3);
 
   // Keys whose top KB - lo bits exceed the prefix's are above the k-th;
-  // `need` of those equal to it complete the k.
+  // `need` of those equal to it complete the k. Each warp reserves its slots
+  // of both kinds with one atomic each on the (leader's) counters.
   const u32 T = prefix >> lo;
   const int above = k - static_cast<int>(need);
-  u32 mine = 0;
+  u32 na = 0, nt = 0;
 #pragma unroll
   for (int j = 0; j < I; ++j) {
-    if (t + j * G >= L) continue;
+    if (t + j * G >= len) continue;
     const u32 kk = key[j] >> lo;
-    mine += kk > T ? 1u : kk == T ? 0x10000u : 0u;
+    na += kk > T ? 1u : 0u;
+    nt += kk == T ? 1u : 0u;
   }
+  const u32 mine = na | (nt << 16);  // a warp holds at most 32 x 32 of each
   const u32 incl = warp_inclusive_prefix(mine);
   const u32 total = __shfl_sync(kFullMask, incl, 31);
-  u32 at = 0;
-  if (lane == 31 && total != 0) at = atomicAdd(&g->claimed, total);
-  at = __shfl_sync(kFullMask, at, 31) + incl - mine;
-  int pa = static_cast<int>(at & 0xffffu), pt = static_cast<int>(at >> 16);
+  u32 got = 0;
+  if (lane == 31 && (total & 0xffffu) != 0) got = CL::atomic_add(CL::map(&g->above, 0), total & 0xffffu);
+  if (lane == 30 && (total >> 16) != 0) got = CL::atomic_add(CL::map(&g->ties, 0), total >> 16);
+  const u32 before = incl - mine;
+  int pa = static_cast<int>(__shfl_sync(kFullMask, got, 31) + (before & 0xffffu));
+  int pt = static_cast<int>(__shfl_sync(kFullMask, got, 30) + (before >> 16));
+  // The leader's counters are not touched after this.
+  CL::arrive_relaxed();
 #pragma unroll
   for (int j = 0; j < I; ++j) {
     const int i = t + j * G;
-    if (i >= L) continue;
+    if (i >= len) continue;
     const u32 kk = key[j] >> lo;
     int pos = -1;
     if (kk > T) {
@@ -201,10 +234,13 @@ __device__ void select_row(const TopkArgs& a, int rowi, int gid, int t, Group* g
       ++pt;
     }
     if (pos >= 0) {
-      out_idx[pos] = range.start + i;
+      out_idx[pos] = range.start + s0 + i;
       if (values) out_val[pos] = base[i];
     }
   }
+  // No CTA leaves while another may still read its histograms or count on
+  // the leader's counters.
+  CL::wait();
 }
 
 }  // namespace resident
@@ -216,7 +252,18 @@ __global__ void __launch_bounds__(P::kBlock, 1) resident_kernel(TopkArgs a) {
   const int t = static_cast<int>(threadIdx.x) % P::kGroup;
   const int rowi = static_cast<int>(blockIdx.x) * P::kRows + gid;
   if (rowi >= a.batch) return;  // whole groups: no barrier waits on them
-  resident::select_row<P>(a, rowi, gid, t, &groups[gid]);
+  resident::select_row<P, 1>(a, rowi, gid, t, &groups[gid]);
+}
+
+// Cluster mode: a thread-block cluster per row (its size from the launch, so
+// one binary serves 2 to 16), one group of BLOCK threads per CTA.
+template <class P>
+__global__ void __launch_bounds__(P::kBlock, 1) resident_cluster_kernel(TopkArgs a) {
+  static_assert(P::kGroup == P::kBlock, "cluster mode: one group per CTA");
+  __shared__ __align__(16) resident::Group group;
+  const int rowi = static_cast<int>(blockIdx.x / Cluster<2>::size());
+  if (rowi >= a.batch) return;  // whole clusters
+  resident::select_row<P, 2>(a, rowi, 0, static_cast<int>(threadIdx.x), &group);
 }
 
 }  // namespace topk
