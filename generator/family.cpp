@@ -61,6 +61,19 @@ Status ValidateBlock(int block_threads, const Arch& arch) {
   return Status::Ok();
 }
 
+Status ValidateCluster(int cluster, const Arch& arch) {
+  if (cluster < 1 || cluster > 16 || (cluster & (cluster - 1)) != 0)
+    return Status(Code::kInvalidArgument, "constraint cluster",
+                  "cluster must be 1, 2, 4, 8 or 16, got " + std::to_string(cluster));
+  if (cluster > 1 && !arch.clusters())
+    return Status(Code::kInvalidArgument, "constraint cluster",
+                  "thread-block clusters need sm_90 or newer, not " + arch.Name());
+  if (cluster > arch.max_cluster())
+    return Status(Code::kInvalidArgument, "constraint cluster",
+                  "cluster " + std::to_string(cluster) + " exceeds " + arch.Name() + "'s maximum");
+  return Status::Ok();
+}
+
 std::vector<const Family*> Families() {
   std::vector<const Family*> out;
   for (const auto& f : TheRegistry().families) out.push_back(f.get());

@@ -136,6 +136,10 @@ class Family {
 // The check every family makes of its block size: a positive multiple of 32
 // up to the architecture's (and CUDA's) 1024 ("constraint block").
 Status ValidateBlock(int block_threads, const Arch& arch);
+// The check of a family's CTAs per row: 1, 2, 4, 8 or 16, more than 1 only
+// where the architecture has thread-block clusters, and at most its maximum
+// ("constraint cluster").
+Status ValidateCluster(int cluster, const Arch& arch);
 
 // The registered families, built-in ones first (warp, radix), in the order
 // DefaultConfig consults them.

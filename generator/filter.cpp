@@ -57,12 +57,7 @@ class Filter final : public Family {
     if (c.tile() > c.max_capacity())
       return Broken("capacity", "a step of " + std::to_string(c.tile()) + " elements exceeds the list's " +
                                     std::to_string(c.max_capacity()));
-    if (c.cluster < 1 || c.cluster > 16 || (c.cluster & (c.cluster - 1)) != 0)
-      return Broken("cluster", "cluster must be 1, 2, 4, 8 or 16, got " + std::to_string(c.cluster));
-    if (c.cluster > 1 && !arch.clusters())
-      return Broken("cluster", "thread-block clusters need sm_90 or newer, not " + arch.Name());
-    if (c.cluster > arch.max_cluster())
-      return Broken("cluster", "cluster " + std::to_string(c.cluster) + " exceeds " + arch.Name() + "'s maximum");
+    TOPK_RETURN_IF_ERROR(ValidateCluster(c.cluster, arch));
     if (c.cluster == 1) {
       // One CTA per row has no sample: the cluster-mode knobs stay at their
       // defaults, so that one launch has one id.

@@ -22,8 +22,6 @@ struct NotLegacy {};
 // topk::Strategy's template arguments.
 constexpr const char* kSwitches[] = {"lane_atomics", "branch_free", "capture_only", "uniform_check", "prefetch"};
 
-bool IsPow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
-
 Status Broken(const std::string& constraint, const std::string& what) {
   return Status(Code::kInvalidArgument, "constraint " + constraint, what);
 }
@@ -103,12 +101,7 @@ class Radix final : public Family {
     if (c.radix_bits > c.key_bits()) return Broken("radix", "radix wider than the key");
     if (c.half_first && c.dtype != DType::kF32)
       return Broken("first-pass", "the coarse first pass only applies to fp32 keys");
-    if (c.cluster < 1 || c.cluster > 16 || !IsPow2(c.cluster))
-      return Broken("cluster", "cluster must be 1, 2, 4, 8 or 16, got " + std::to_string(c.cluster));
-    if (c.cluster > 1 && !arch.clusters())
-      return Broken("cluster", "thread-block clusters need sm_90 or newer, not " + arch.Name());
-    if (c.cluster > arch.max_cluster())
-      return Broken("cluster", "cluster " + std::to_string(c.cluster) + " exceeds " + arch.Name() + "'s maximum");
+    TOPK_RETURN_IF_ERROR(ValidateCluster(c.cluster, arch));
     if (c.smem_buffer < 0 || c.smem_buffer > 16384 || c.smem_buffer % 32 != 0)
       return Broken("buffer",
                     "smem_buffer must be a multiple of 32 in [0, 16384], got " + std::to_string(c.smem_buffer));

@@ -51,12 +51,7 @@ class Resident final : public Family {
                                  std::to_string(c.block_threads) + ", got " + std::to_string(c.group_threads));
     if (c.items < 1 || c.items > 32)
       return Broken("items", "items must be in [1, 32], got " + std::to_string(c.items));
-    if (c.cluster < 1 || c.cluster > 16 || (c.cluster & (c.cluster - 1)) != 0)
-      return Broken("cluster", "cluster must be 1, 2, 4, 8 or 16, got " + std::to_string(c.cluster));
-    if (c.cluster > 1 && !arch.clusters())
-      return Broken("cluster", "thread-block clusters need sm_90 or newer, not " + arch.Name());
-    if (c.cluster > arch.max_cluster())
-      return Broken("cluster", "cluster " + std::to_string(c.cluster) + " exceeds " + arch.Name() + "'s maximum");
+    TOPK_RETURN_IF_ERROR(ValidateCluster(c.cluster, arch));
     if (c.cluster > 1 && c.group_threads != c.block_threads)
       return Broken("cluster", "cluster mode holds one group per CTA: group_threads must equal block_threads");
     if (c.rows_per_cta() > kMaxRowsPerCta)

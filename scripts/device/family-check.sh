@@ -60,6 +60,40 @@ four_inputs() {
   done
 }
 
+# probe_four LOG TITLE FIRST LINES: for each line SHAPE|ID ID... of LINES
+# (further |-separated fields are ids too), topk-probe on SHAPE's four
+# inputs with FIRST (unless empty) and the ids, into $OUT/LOG.log; then
+# the times under TITLE in the summary.
+probe_four() {
+  local log=$1 title=$2 first=$3 lines=$4 shape ids f
+  while IFS='|' read -r shape ids; do
+    [[ -z ${shape// /} ]] && continue
+    four_inputs "$shape"
+    local vs=()
+    [[ -n $first ]] && vs+=(--variant "$first")
+    for f in ${ids//|/ }; do vs+=(--variant "$f"); done
+    timeout 200 "$B/bin/topk-probe" "${ARGS[@]}" "${vs[@]}" --cubins "$TOPK_TEST_TMP/cubins" >>"$OUT/$log.log" 2>&1
+    echo "rc=$?" >>"$OUT/$log.log"
+  done <<<"$lines"
+  log "--- $title (us)"
+  grep -E "^\S|  \S+ +[0-9.]+ us|WRONG|compile|rror" "$OUT/$log.log" | grep -vE "^device|^rc=0" | head -120 >>"$SUMMARY"
+}
+
+# kernel_checks NAME TEXT RACE_FILTER: every kernel whose id contains TEXT
+# exact in every dtype, then memcheck on its sanitizer subset and, unless
+# NO_RACECHECK is set, racecheck on the tests RACE_FILTER selects.
+kernel_checks() {
+  local name=$1 text=$2 race=$3 f
+  for f in F32 F16 BF16; do
+    TOPK_TEST_VARIANT=$text TAIL=5 run "$name-kernels-$f" 200 "$B/bin/gpu_kernels_test" --gtest_filter="*Every${f}*"
+  done
+  TOPK_TEST_VARIANT=$text TOPK_TEST_SUBSET=sanitizer TAIL=6 run "$name-memcheck" 240 compute-sanitizer --tool memcheck \
+    --error-exitcode 9 "$B/bin/gpu_kernels_test" --gtest_filter='*F32*:*BF16*'
+  [[ -n ${NO_RACECHECK:-} ]] && return
+  TOPK_TEST_VARIANT=$text TOPK_TEST_SUBSET=sanitizer TAIL=6 run "$name-racecheck" 240 compute-sanitizer --tool racecheck \
+    --racecheck-report hazard --error-exitcode 9 "$B/bin/gpu_kernels_test" --gtest_filter="$race"
+}
+
 for stage in "${stages[@]}"; do
   case $stage in
     probe)
@@ -129,24 +163,8 @@ for dt, b, n, k, values in (('f32', 64, 4096, 128, False), ('f32', 4096, 256, 8,
 f32:1x524288:2048:ranges|radix_f32_b1024_r11_h0_s4096_c16_t1_m1|filter_f32_b512_u1_r11_s1_c16 filter_f32_b512_u2_r11_s1_c16_p2048_m25 filter_f32_b1024_u2_r11_s1_c16_p2048
 f32:64x32768:2048:ranges|radix_f32_b1024_r11_h0_s1024_c2_t1_m1|filter_f32_b1024_u1_r11_s2_c2_p2048 filter_f32_b512_u1_r11_s2_c2
 bf16:8x201088:64:values:dist=logits|default|filter_bf16_b1024_u1_r11_s1_c8_p2048"}
-      while IFS='|' read -r shape radix ids; do
-        [[ -z ${shape// /} ]] && continue
-        four_inputs "$shape"
-        vs=(--variant "$radix")
-        for f in $ids; do vs+=(--variant "$f"); done
-        timeout 200 "$B/bin/topk-probe" "${ARGS[@]}" "${vs[@]}" --cubins "$TOPK_TEST_TMP/cubins" >>"$OUT/cluster.log" 2>&1
-        echo "rc=$?" >>"$OUT/cluster.log"
-      done <<<"$CLUSTER_SHAPES"
-      log "--- cluster mode against the radix winners (us)"
-      grep -E "^\S|  \S+ +[0-9.]+ us|WRONG|compile|rror" "$OUT/cluster.log" | grep -vE "^device|^rc=0" | head -120 >>"$SUMMARY"
-      for f in F32 F16 BF16; do
-        TOPK_TEST_VARIANT=_s1_c2 TAIL=5 run "cluster-kernels-$f" 200 "$B/bin/gpu_kernels_test" --gtest_filter="*Every${f}*"
-      done
-      TOPK_TEST_VARIANT=_s1_c2 TOPK_TEST_SUBSET=sanitizer TAIL=6 run cluster-memcheck 240 compute-sanitizer --tool memcheck \
-        --error-exitcode 9 "$B/bin/gpu_kernels_test" --gtest_filter='*F32*:*BF16*'
-      [[ -n ${NO_RACECHECK:-} ]] && continue
-      TOPK_TEST_VARIANT=_s1_c2 TOPK_TEST_SUBSET=sanitizer TAIL=6 run cluster-racecheck 240 compute-sanitizer --tool racecheck \
-        --racecheck-report hazard --error-exitcode 9 "$B/bin/gpu_kernels_test" --gtest_filter='*F32*' ;;
+      probe_four cluster "cluster mode against the radix winners" "" "$CLUSTER_SHAPES"
+      kernel_checks cluster _s1_c2 '*F32*' ;;
     resident)
       # The resident family: timed beside the default (radix) on the four
       # inputs, each variant verified exact first; then every resident
@@ -157,25 +175,10 @@ f32:64x4096:512|resident_f32_b1024_g1024_i4
 f32:1x8192:2048|resident_f32_b1024_g1024_i8
 f32:64x16384:2048|resident_f32_b1024_g1024_i16
 bf16:4096x1024:32|resident_bf16_b512_g128_i8 resident_bf16_b256_g256_i4 resident_bf16_b1024_g256_i4"}
-      while IFS='|' read -r shape ids; do
-        [[ -z ${shape// /} ]] && continue
-        four_inputs "$shape"
-        vs=(--variant default)
-        for f in $ids; do vs+=(--variant "$f"); done
-        timeout 200 "$B/bin/topk-probe" "${ARGS[@]}" "${vs[@]}" --cubins "$TOPK_TEST_TMP/cubins" >>"$OUT/resident.log" 2>&1
-        echo "rc=$?" >>"$OUT/resident.log"
-      done <<<"$RESIDENT_SHAPES"
-      log "--- resident family against the default (us)"
-      grep -E "^\S|  \S+ +[0-9.]+ us|WRONG|compile|rror" "$OUT/resident.log" | grep -vE "^device|^rc=0" | head -120 >>"$SUMMARY"
+      probe_four resident "resident family against the default" default "$RESIDENT_SHAPES"
       [[ -n ${NO_TESTS:-} ]] && continue
-      for f in F32 F16 BF16; do
-        TOPK_TEST_VARIANT=resident_ TAIL=5 run "resident-kernels-$f" 200 "$B/bin/gpu_kernels_test" --gtest_filter="*Every${f}*"
-      done
       TOPK_TEST_VARIANT=resident_ TAIL=5 run resident-deterministic 200 "$B/bin/gpu_kernels_test" --gtest_filter='*Deterministic*'
-      TOPK_TEST_VARIANT=resident_ TOPK_TEST_SUBSET=sanitizer TAIL=6 run resident-memcheck 240 compute-sanitizer --tool memcheck \
-        --error-exitcode 9 "$B/bin/gpu_kernels_test" --gtest_filter='*F32*:*BF16*'
-      TOPK_TEST_VARIANT=resident_ TOPK_TEST_SUBSET=sanitizer TAIL=6 run resident-racecheck 240 compute-sanitizer --tool racecheck \
-        --racecheck-report hazard --error-exitcode 9 "$B/bin/gpu_kernels_test" --gtest_filter='*F32*:*BF16*' ;;
+      kernel_checks resident resident_ '*F32*:*BF16*' ;;
     resident-sweep)
       # Every enumerated resident config beside the default on normal rows of
       # SWEEP_SHAPES (the evidence for the family's default rules).
