@@ -1,10 +1,13 @@
 // The resident family: a group of GROUP threads holds one row in registers
 // (ITEMS keys per thread, element t + j * GROUP in thread t's key j), and a
 // CTA of BLOCK threads serves BLOCK / GROUP rows, so short rows share a CTA.
+// In cluster mode (resident_cluster_kernel) a thread-block cluster splits
+// one longer row over its CTAs' registers, a slice each.
 //
 // The k-th key is found digit by digit, 8 bits a pass from the top, over the
 // registers: each pass counts the keys that still match the prefix into a
-// 256-bin histogram in shared memory (one per group), and the group's first
+// 256-bin histogram in shared memory (one per group; in a cluster the CTAs'
+// histograms are summed through distributed shared memory), and the first
 // warp scans the bins for the one that holds the rank. The row is
 // read from memory once, and every pass costs the same whatever the values:
 // a shifted row or a few distinct values take the same passes over the same
@@ -12,7 +15,8 @@
 //
 // The output: keys above the k-th in arrival order, then the first `need`
 // keys equal to it (any valid top-k; deterministic mode's tie pass runs
-// after the kernel). One warp-aggregated atomic per warp reserves both.
+// after the kernel). Each warp reserves its slots of both kinds with one
+// atomic on each of two counters (the leader's in a cluster).
 #pragma once
 #include "topk/args.h"
 #include "topk/keys.cuh"
@@ -35,16 +39,14 @@ struct Policy {
   static constexpr int kPasses = kKeyBits / 8;
   static_assert(GROUP % 32 == 0 && GROUP >= 32 && GROUP <= BLOCK && BLOCK % GROUP == 0, "group");
   static_assert(BLOCK <= 1024, "block");
-  // Groups smaller than the CTA (and than a warp's sync) need one named
-  // barrier each: ids 0..15.
-  // One named barrier per group (ids 0..15) and 3 KB of static shared memory.
+  // Groups smaller than the CTA and larger than a warp take one named
+  // barrier each (ids 0..15), and every group 3 KB of static shared memory.
   static_assert(kRows <= 8, "at most 8 rows per CTA");
   static_assert(ITEMS >= 1 && ITEMS <= 32, "items");
 };
 
-// One group's shared state.
-// 16-byte aligned and sized: the bins are read as 16-byte vectors, and a
-// CTA's groups lie side by side.
+// One group's shared state, 16-byte aligned and sized: the bins are read as
+// 16-byte vectors, and a CTA's groups lie side by side.
 struct __align__(16) Group {
   u32 hist[3][256];
   u32 prefix;  // the k-th key's digits found so far
