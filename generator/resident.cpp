@@ -36,8 +36,8 @@ class Resident final : public Family {
   }
   const std::string& summary() const override {
     static const std::string s =
-        "a group of threads holds the row in registers, 8-bit digits found over them, several rows per CTA: rows of "
-        "513 to 16384, robust to the value distribution";
+        "a group of threads holds the row in registers, 8-bit digits found over them, several rows per CTA (rows of "
+        "513 to 16384) or a cluster's CTAs per row (up to 262144): robust to the value distribution";
     return s;
   }
   const std::vector<ParamSpec>& params() const override { return Specs(); }
