@@ -16,6 +16,17 @@ constexpr int64_t kLongestRow = 16384;   // 1024 threads x 16 keys
 constexpr int64_t kDefaultLongestRow = 8192;
 constexpr int kMaxRowsPerCta = 8;        // a named barrier and 3 KB of shared memory each
 
+const std::vector<ParamSpec>& Specs();
+
+// Keys per thread for a row of n over `threads` threads (a group, or a
+// cluster's groups): the smallest enumerated value that holds the row, or 0
+// when none does or the threads would hold four times the row or more.
+int FitItems(int64_t threads, int64_t n) {
+  for (int i : Specs()[2].values)
+    if (threads * i >= n) return threads * i >= 4 * n ? 0 : i;
+  return 0;
+}
+
 const std::vector<ParamSpec>& Specs() {
   static const std::vector<ParamSpec> specs = {
       {"block_threads", "b", "threads per CTA (block / group rows per CTA)", {128, 256, 512, 1024}, true},
@@ -80,14 +91,8 @@ class Resident final : public Family {
           if (b < 128 || b > 1024) continue;
           // Several rows per CTA only while every SM still gets a CTA.
           if (rows > 1 && p.batch / rows < arch.sm_count) continue;
-          int items = 0;
-          for (int i : Specs()[2].values)
-            if (static_cast<int64_t>(g) * i >= p.n) {
-              items = i;
-              break;
-            }
-          // No room, or a group more than twice the row's need.
-          if (items == 0 || static_cast<int64_t>(g) * items >= 4 * p.n) continue;
+          const int items = FitItems(g, p.n);
+          if (items == 0) continue;
           Config c = ResidentParams{p.dtype, b, g, items}.ToConfig();
           if (Validate(c, arch).ok() && ValidateFor(c, arch, p).ok()) out.push_back(std::move(c));
         }
@@ -99,13 +104,8 @@ class Resident final : public Family {
       for (int cl : {2, 4, 8, 16}) {
         if (cl > arch.max_cluster() || p.batch * cl > arch.sm_count || p.n / cl < 1024) continue;
         for (int g : {512, 1024}) {
-          int items = 0;
-          for (int i : Specs()[2].values)
-            if (static_cast<int64_t>(cl) * g * i >= p.n) {
-              items = i;
-              break;
-            }
-          if (items == 0 || static_cast<int64_t>(cl) * g * items >= 4 * p.n) continue;
+          const int items = FitItems(static_cast<int64_t>(cl) * g, p.n);
+          if (items == 0) continue;
           ResidentParams r{p.dtype, g, g, items};
           r.cluster = cl;
           Config c = r.ToConfig();
