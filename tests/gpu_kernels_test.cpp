@@ -258,9 +258,10 @@ class GpuKernelsTest : public ::testing::Test {
       // A clustered binary serves every cluster size: each size as it is,
       // and at 16 (the shortest slices) every launch-argument value.
       std::vector<int> sizes = {0};
-      const bool clustered = std::any_of(specs.begin(), specs.end(), [](const gen::ParamSpec& ps) {
-        return ps.name == "cluster";
-      }) && kernel.Get("cluster") > 1;
+      auto has = [&](const char* name) {
+        return std::any_of(specs.begin(), specs.end(), [&](const gen::ParamSpec& ps) { return ps.name == name; });
+      };
+      const bool clustered = has("cluster") && kernel.Get("cluster") > 1;
       if (clustered) sizes = subset_ ? std::vector<int>{2, 8} : std::vector<int>{2, 4, 8, 16};
       for (int size : sizes) {
         Config base = kernel;
@@ -284,8 +285,8 @@ class GpuKernelsTest : public ::testing::Test {
             }
           }
         // Both retry directions under each recovery: pure halving (0) and
-        // the most steps along the sample (4).
-        if (clustered)
+        // the most steps along the sample (4), where the family has both.
+        if (clustered && has("margin") && has("recovery"))
           for (int margin : {-50, 1000})
             for (int recovery : {0, 4}) {
               Config c = base;
