@@ -119,6 +119,14 @@ class Family {
     return std::nullopt;
   }
 
+  // Deterministic mode without the tie pass: true when `c`'s kernels, given
+  // TOPK_FLAG_DETERMINISTIC, take the lowest-index ties at the k-th value
+  // themselves (the jit then sets the flag and runs no tie pass).
+  virtual bool TakesLowestIndexTies(const Config& c) const {
+    (void)c;
+    return false;
+  }
+
   // Configs close to a good one that the space leaves out: the tuner times
   // them after its search, for the best config of the family (e.g. one
   // strategy switch flipped from its automatic rule). Each must be valid

@@ -155,6 +155,13 @@ class Resident final : public Family {
     return ResidentParams{p.dtype, g, g, items}.ToConfig();
   }
 
+  // Its kernels take the lowest-index ties themselves (a second search over
+  // the ties' positions): deterministic mode runs no tie pass after them.
+  bool TakesLowestIndexTies(const Config& c) const override {
+    (void)c;
+    return true;
+  }
+
   // A winner carries over to rows it holds without idling more than three
   // quarters of its group (the enumeration's rule); otherwise the default.
   std::optional<Config> Adapt(const Config& tuned, const Problem& tuned_p, const Problem& p,

@@ -6,6 +6,11 @@
 
 namespace topk::jit {
 
+bool NativeTies(const gen::Config& c) {
+  const gen::Family* f = c.family_ptr();
+  return f && f->TakesLowestIndexTies(c);
+}
+
 unsigned ProblemFlags(const Problem& p) {
   return (p.largest ? 0u : TOPK_FLAG_SMALLEST) | (p.ranges ? TOPK_FLAG_RANGES : 0u) |
          (p.values ? TOPK_FLAG_VALUES : 0u);
@@ -20,7 +25,8 @@ StatusOr<PreparedVariant> PreparedVariant::Make(const gen::Config& c, const Prob
     return Status(Code::kUnimplemented, "PreparedVariant",
                   "sorted output supports k <= " + std::to_string(kMaxSortedK) + ", got k = " + std::to_string(p.k));
   if (p.sorted && !sort) return Status(Code::kInternal, "PreparedVariant", "sorted problem without a sort kernel");
-  if (p.deterministic && !ties)
+  const bool native_ties = p.deterministic && NativeTies(c);
+  if (p.deterministic && !native_ties && !ties)
     return Status(Code::kInternal, "PreparedVariant", "deterministic problem without a tie-pass kernel");
   PreparedVariant v;
   v.config_ = c;
@@ -33,7 +39,7 @@ StatusOr<PreparedVariant> PreparedVariant::Make(const gen::Config& c, const Prob
   v.base_args_.n = static_cast<int>(p.n);
   v.base_args_.k = static_cast<int>(p.k);
   v.base_args_.batch = static_cast<int>(p.batch);
-  v.base_args_.flags = ProblemFlags(p);
+  v.base_args_.flags = ProblemFlags(p) | (native_ties ? TOPK_FLAG_DETERMINISTIC : 0u);
   for (const gen::Stage& st : v.plan_.stages) {
     if (st.kernel < 0 || st.kernel >= static_cast<int>(kernels.size()) || !kernels[st.kernel])
       return Status(Code::kInternal, "PreparedVariant",
@@ -55,7 +61,7 @@ StatusOr<PreparedVariant> PreparedVariant::Make(const gen::Config& c, const Prob
     v.sort_shape_.smem_bytes = cap * 8;
     TOPK_RETURN_IF_ERROR(PrepareFunction(sort, v.sort_shape_, arch.max_smem_optin));
   }
-  if (p.deterministic) {
+  if (p.deterministic && !native_ties) {
     v.ties_ = ties;
     v.ties_args_.row_stride = p.stride();
     v.ties_args_.n = static_cast<int>(p.n);
@@ -132,7 +138,7 @@ StatusOr<PreparedVariant> LoadVariant(KernelStore& kernels, const gen::Config& c
     all_stored = all_stored && stored;
   }
   CUfunction ties = nullptr;
-  if (p.deterministic) {
+  if (p.deterministic && !NativeTies(c)) {
     bool stored = false;
     TOPK_ASSIGN_OR_RETURN(ties, kernels.Function(prepared(gen::TieSource(p.dtype)), &stored));
     all_stored = all_stored && stored;

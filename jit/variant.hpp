@@ -29,7 +29,8 @@ class PreparedVariant {
   // `kernels` are the functions of the family's sources for `c`, in order
   // (gen::GenerateSources); `sort` the row-sort function of the dtype
   // (required when p.sorted); `ties` the tie pass of the dtype (required
-  // when p.deterministic; it runs after the plan, before the sort). Runs the family's launch plan: sets the
+  // when p.deterministic, unless the family takes the lowest-index ties
+  // itself (NativeTies); it runs after the plan, before the sort). Runs the family's launch plan: sets the
   // functions' shared-memory attributes and checks that one block / cluster
   // of every stage fits (kResourceExhausted otherwise). The context must be
   // current. `max_cache_keys` >= 0 caps the row cache (tests use it to cover
@@ -65,6 +66,9 @@ class PreparedVariant {
 
 // Flags word of a problem (TOPK_FLAG_*).
 unsigned ProblemFlags(const Problem& p);
+// Whether `c`'s family takes the lowest-index ties itself in deterministic
+// mode (gen::Family::TakesLowestIndexTies): no tie pass is loaded or run.
+bool NativeTies(const gen::Config& c);
 
 // The one pipeline from a configuration to a ready variant: the family's
 // sources (the row sort when p.sorted, the tie pass when p.deterministic) through `kernels` (memory, the

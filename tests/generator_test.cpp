@@ -919,6 +919,11 @@ TEST(ResidentFamilyTest, ConstraintsEnumerationAndPlan) {
   EXPECT_TRUE(Enumerate(Prob(DType::kF32, 1, 131072, 2048), arch, no_cluster).empty());
   // Never the default.
   EXPECT_NE(DefaultConfig(Prob(DType::kF32, 64, 32768, 2048), arch).family, "resident");
+  // Deterministic mode without the tie pass: this family only.
+  EXPECT_TRUE(fam.TakesLowestIndexTies(cl));
+  EXPECT_TRUE(fam.TakesLowestIndexTies(c));
+  for (const char* other : {"radix", "warp", "filter"})
+    EXPECT_FALSE(FindFamily(other)->TakesLowestIndexTies(FindFamily(other)->Blank(DType::kF32))) << other;
 }
 
 TEST(ProblemTest, ValidateNamesTheField) {

@@ -36,7 +36,7 @@ using tuner::Dist;
 struct CaseSpec {
   int64_t batch, n, k;
   Dist dist;
-  bool largest = true, ranges = false, values = false, sorted = false;
+  bool largest = true, ranges = false, values = false, sorted = false, deterministic = false;
 };
 
 Problem ToProblem(DType dt, const CaseSpec& s) {
@@ -49,6 +49,7 @@ Problem ToProblem(DType dt, const CaseSpec& s) {
   p.ranges = s.ranges;
   p.values = s.values;
   p.sorted = s.sorted;
+  p.deterministic = s.deterministic;
   return p;
 }
 
@@ -138,6 +139,13 @@ std::vector<CaseSpec> ResidentCases(int64_t m) {
       {4, m, k, Dist::kReversed, false},
       {6, m / 2 + 1, 10, Dist::kUniform},
       {301, m, 8, Dist::kShifted, true, false, true},
+      // Deterministic mode in the kernel (the second search over the ties'
+      // positions): the checker wants the lowest-index ties.
+      {9, m, m / 3, Dist::kTiesAtK, true, false, true, false, true},
+      {9, m - 7, 50, Dist::kFewDistinct, false, true, false, false, true},
+      {5, m, k, Dist::kAllEqual, true, false, false, true, true},
+      {8, m, k, Dist::kPlateau, false, true, true, false, true},
+      {8, m, m / 5, Dist::kDistinct16, true, false, false, false, true},
   };
 }
 

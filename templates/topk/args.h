@@ -6,6 +6,10 @@
 #define TOPK_FLAG_SMALLEST 1u  // select the k smallest instead of the k largest
 #define TOPK_FLAG_RANGES 2u    // `ranges` holds one [start, end) int32 pair per row
 #define TOPK_FLAG_VALUES 4u    // write the selected values to `out_val`
+// Deterministic mode in the kernel itself: the ties at the k-th value are the
+// lowest-index ones (only for families whose TakesLowestIndexTies says so;
+// the others get the tie pass after them instead).
+#define TOPK_FLAG_DETERMINISTIC 8u
 
 #define TOPK_ARGS_SIZE 72
 

@@ -13,9 +13,11 @@
 // a shifted row or a few distinct values take the same passes over the same
 // registers. A pass whose bin is taken whole ends the search early.
 //
-// The output: keys above the k-th in arrival order, then the first `need`
-// keys equal to it (any valid top-k; deterministic mode's tie pass runs
-// after the kernel). Each warp reserves its slots of both kinds with one
+// The output: keys above the k-th in arrival order, then `need` keys equal
+// to it: the first to arrive (any valid top-k), or with
+// TOPK_FLAG_DETERMINISTIC the lowest-index ones, found by a second search
+// over the ties' positions (so no tie pass runs after this family). Each
+// warp reserves its slots of both kinds with one
 // atomic on each of two counters (the leader's in a cluster).
 #pragma once
 #include "topk/args.h"
@@ -49,9 +51,9 @@ struct Policy {
 // 16-byte vectors, and a CTA's groups lie side by side.
 struct __align__(16) Group {
   u32 hist[3][256];
-  u32 prefix;  // the k-th key's digits found so far
+  u32 prefix;  // the searched key's digits found so far
   u32 need;    // keys equal to the prefix (at the current depth) still to take
-  u32 done;    // 1: the prefix's bin is taken whole, the search ends
+  u32 in_bin;  // keys equal to the prefix at the current depth
   u32 above;   // output slots reserved for keys above the k-th
   u32 ties;    // and for keys equal to it
   u32 pad[3];
@@ -72,8 +74,8 @@ __device__ __forceinline__ void group_sync(int id) {
 }
 
 // TOPK_STOP_AT=N (a development define, topk-probe --define) returns at
-// phase boundary N for phase timings: 1 row loaded, 2 first pass done,
-// 3 every pass done (no output written). The keys feed a store that never
+// phase boundary N for phase timings (one CTA per row only): 1 row loaded,
+// 3 the k-th key found (no output written). The keys feed a store that never
 // happens, so the loads stay.
 #ifdef TOPK_STOP_AT
 #define TOPK_RESIDENT_STOP(n)                                            \
@@ -86,6 +88,88 @@ __device__ __forceinline__ void group_sync(int id) {
 #else
 #define TOPK_RESIDENT_STOP(n) (void)0
 #endif
+
+// The key of rank `*need` (1 = largest) among the group's keys keyof(j) of
+// the items j for which take(j) holds (in a cluster: among the cluster's),
+// BITS wide, found 8 bits a pass from the top. On return *prefix holds its
+// digits down to bit *lo (lower bits zero) and *need how many keys equal to
+// it at that depth rank at or above the rank; the result is how many keys
+// are equal to it at that depth. *q counts the passes run so far: the
+// histogram buffers rotate over them, and the caller clears buffer *q % 3
+// before the first call (each pass clears the next). Every thread of the
+// group calls it.
+//
+// Two barriers a pass: the histogram is complete (over the cluster: a
+// cluster barrier, whose release / acquire orders the remote reads), then
+// the first warp has found the bin; in a cluster every CTA's first warp sums
+// the CTAs' histograms and finds the same bin. (Every warp scanning the bins
+// itself, to save the second barrier, measured 30% slower on the H100: 32
+// warps reading 1 KB each cost more than the barrier.) Three buffers: the one
+// cleared for the next pass was last read (by any CTA) before this CTA
+// passed the previous pass's first barrier.
+template <class P, int C, int BITS, class KeyOf, class Take>
+__device__ __forceinline__ u32 find_rank(KeyOf keyof, Take take, Group* g, int gid, int t, int* q, u32* prefix_io,
+                                         u32* need_io, int* lo_out) {
+  using CL = Cluster<C>;
+  constexpr int G = P::kGroup, I = P::kItems;
+  const u32 lane = lane_id(), csize = CL::size();
+  u32 prefix = *prefix_io, need = *need_io, in_bin = 0;
+  int lo = BITS;
+#pragma unroll
+  for (int pass = 0; pass < BITS / 8; ++pass) {
+    const int hi = BITS - 8 * pass;
+    lo = hi - 8;
+    u32* h = g->hist[(*q + pass) % 3];
+    for (int b = t; b < P::kBins; b += G) g->hist[(*q + pass + 1) % 3][b] = 0;
+#pragma unroll
+    for (int j = 0; j < I; ++j)
+      if (take(j) && (pass == 0 || (keyof(j) >> hi) == (prefix >> hi))) atomicAdd(&h[(keyof(j) >> lo) & 0xffu], 1u);
+    if (C != 1) CL::sync();
+    else group_sync<P>(gid);
+    if (t < 32) {
+      // Lane l scans bins 255 - 8 l down to 248 - 8 l (of every CTA).
+      u32 c[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      const u32 at = smem_addr(h + 248 - 8 * lane);
+      for (u32 r = 0; r < csize; ++r) {
+        const u32 ra = C != 1 ? CL::map(h + 248 - 8 * lane, r) : at;
+        const uint4 q1 = CL::load4(ra + 16), q0 = CL::load4(ra);
+        c[0] += q1.w, c[1] += q1.z, c[2] += q1.y, c[3] += q1.x;
+        c[4] += q0.w, c[5] += q0.z, c[6] += q0.y, c[7] += q0.x;
+      }
+      u32 sum = 0;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) sum += c[e];
+      const u32 incl = warp_inclusive_prefix(sum);
+      u32 cum = incl - sum;
+      if (cum < need && need <= incl) {  // exactly one lane: need <= the total
+        bool found = false;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          if (!found && cum + c[e] >= need) {
+            found = true;
+            const u32 left = need - cum;
+            g->prefix = prefix | ((255u - 8u * lane - static_cast<u32>(e)) << lo);
+            g->need = left;
+            g->in_bin = c[e];
+          }
+          if (!found) cum += c[e];
+        }
+      }
+    }
+    group_sync<P>(gid);
+    prefix = g->prefix;
+    need = g->need;
+    in_bin = g->in_bin;
+    if (in_bin == need) {  // the bin is taken whole: the search ends
+      *q += pass + 1;
+      *prefix_io = prefix, *need_io = need, *lo_out = lo;
+      return in_bin;
+    }
+  }
+  *q += BITS / 8;
+  *prefix_io = prefix, *need_io = need, *lo_out = lo;
+  return in_bin;
+}
 
 // One row: the whole of it in this group's registers (C = 1), or this CTA's
 // slice of it, the row split over the thread-block cluster (C = 2, any
@@ -120,84 +204,48 @@ __device__ void select_row(const TopkArgs& a, int rowi, int gid, int t, Group* g
   const int len = L - s0 < S ? (L - s0 > 0 ? L - s0 : 0) : S;
 
   const Raw* base = row + range.start + s0;
+  // Deterministic mode compares values as the contract does (-0.0 equal to
+  // +0.0, every NaN equal): canonical bits before the key.
+  const bool det = (a.flags & TOPK_FLAG_DETERMINISTIC) != 0;
   u32 key[I];
 #pragma unroll
   for (int j = 0; j < I; ++j) {
     const int i = t + j * G;
-    key[j] = i < len ? K::key_flip(static_cast<u32>(base[i]), flip) : 0u;
+    const u32 raw = i < len ? static_cast<u32>(base[i]) : 0u;
+    key[j] = i < len ? K::key_flip(det ? K::canonical(raw) : raw, flip) : 0u;
   }
   const u32 lane = lane_id();
   u32 prefix = 0, need = static_cast<u32>(k);
   if (!kClustered) TOPK_RESIDENT_STOP(1);
   if (t == 0) {
-    g->prefix = 0;
-    g->need = need;
-    g->done = 0;
     g->above = 0;
     g->ties = 0;
   }
   for (int b = t; b < P::kBins; b += G) g->hist[0][b] = 0;
   group_sync<P>(gid);
 
-  // Two barriers a pass: the histogram is complete (over the cluster: a
-  // cluster barrier, whose release / acquire orders the remote reads), then
-  // the first warp has found the bin; in a cluster every CTA's first warp
-  // sums the CTAs' histograms and finds the same bin. (Every warp scanning
-  // the bins itself, to save the second barrier, measured 30% slower on the
-  // H100: 32 warps reading 1 KB each cost more than the barrier.) Three
-  // buffers: the one cleared for the next pass was last read (by any CTA)
-  // before this CTA passed the previous pass's first barrier.
-  int lo = KB;
-#pragma unroll
-  for (int pass = 0; pass < P::kPasses; ++pass) {
-    const int hi = KB - 8 * pass;
-    lo = hi - 8;
-    u32* h = g->hist[pass % 3];
-    if (pass + 1 < P::kPasses)
-      for (int b = t; b < P::kBins; b += G) g->hist[(pass + 1) % 3][b] = 0;
-#pragma unroll
-    for (int j = 0; j < I; ++j)
-      if (t + j * G < len && (pass == 0 || (key[j] >> hi) == (prefix >> hi)))
-        atomicAdd(&h[(key[j] >> lo) & 0xffu], 1u);
-    if (kClustered) CL::sync();
-    else group_sync<P>(gid);
-    if (t < 32) {
-      // Lane l scans bins 255 - 8 l down to 248 - 8 l (of every CTA).
-      u32 c[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-      const u32 at = smem_addr(h + 248 - 8 * lane);
-      for (u32 r = 0; r < csize; ++r) {
-        const u32 ra = kClustered ? CL::map(h + 248 - 8 * lane, r) : at;
-        const uint4 q1 = CL::load4(ra + 16), q0 = CL::load4(ra);
-        c[0] += q1.w, c[1] += q1.z, c[2] += q1.y, c[3] += q1.x;
-        c[4] += q0.w, c[5] += q0.z, c[6] += q0.y, c[7] += q0.x;
-      }
-      u32 sum = 0;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) sum += c[e];
-      const u32 incl = warp_inclusive_prefix(sum);
-      u32 cum = incl - sum;
-      if (cum < need && need <= incl) {  // exactly one lane: need <= the total
-        bool found = false;
-#pragma unroll
-        for (int e = 0; e < 8; ++e) {
-          if (!found && cum + c[e] >= need) {
-            found = true;
-            const u32 left = need - cum;
-            g->prefix = prefix | ((255u - 8u * lane - static_cast<u32>(e)) << lo);
-            g->need = left;
-            g->done = c[e] == left ? 1u : 0u;
-          }
-          if (!found) cum += c[e];
-        }
-      }
-    }
-    group_sync<P>(gid);
-    prefix = g->prefix;
-    need = g->need;
-    if (g->done) break;
-    if (!kClustered && pass == 0) TOPK_RESIDENT_STOP(2);
-  }
+  // The k-th key, and in deterministic mode, when more keys equal it than
+  // the k need, the index below which the lowest-index `need` of them lie
+  // (a second search over their positions, larger key for a lower index).
+  int q = 0, lo = 0;
+  const u32 in_bin = find_rank<P, C, KB>([&](int j) { return key[j]; }, [&](int j) { return t + j * G < len; }, g,
+                                         gid, t, &q, &prefix, &need, &lo);
   if (!kClustered) TOPK_RESIDENT_STOP(3);
+  const bool pick = det && in_bin > need;  // then lo == 0
+  constexpr int IB = kClustered ? 24 : 16;  // position bits: rows up to 2^24 (cluster) or 2^16
+  constexpr u32 kPosTop = (1u << IB) - 1u;
+  u32 iprefix = 0;
+  int ilo = 0;
+  if (pick) {
+    u32 ineed = need;
+    find_rank<P, C, IB>([&](int j) { return kPosTop - static_cast<u32>(s0 + t + j * G); },
+                        [&](int j) { return t + j * G < len && key[j] == prefix; }, g, gid, t, &q, &iprefix, &ineed,
+                        &ilo);
+  }
+  // A tie is taken unless positions are picked and it lies beyond them.
+  auto taken = [&](int j) {
+    return !pick || ((kPosTop - static_cast<u32>(s0 + t + j * G)) >> ilo) >= (iprefix >> ilo);
+  };
 
   // Keys whose top KB - lo bits exceed the prefix's are above the k-th;
   // `need` of those equal to it complete the k. Each warp reserves its slots
@@ -210,7 +258,7 @@ __device__ void select_row(const TopkArgs& a, int rowi, int gid, int t, Group* g
     if (t + j * G >= len) continue;
     const u32 kk = key[j] >> lo;
     na += kk > T ? 1u : 0u;
-    nt += kk == T ? 1u : 0u;
+    nt += kk == T && taken(j) ? 1u : 0u;
   }
   const u32 mine = na | (nt << 16);  // a warp holds at most 32 x 32 of each
   const u32 incl = warp_inclusive_prefix(mine);
@@ -231,7 +279,7 @@ __device__ void select_row(const TopkArgs& a, int rowi, int gid, int t, Group* g
     int pos = -1;
     if (kk > T) {
       pos = pa++;
-    } else if (kk == T) {
+    } else if (kk == T && taken(j)) {
       if (pt < static_cast<int>(need)) pos = above + pt;
       ++pt;
     }
