@@ -37,9 +37,10 @@ Status ValidateTunable(const Problem& p) {
   if (p.batch < 1) return InvalidArgument("shape", "batch must be >= 1 to tune, got " + std::to_string(p.batch));
   if (p.deterministic)
     return InvalidArgument("shape",
-                           "'deterministic' is not tuned: its tie pass runs after whichever kernel wins the "
-                           "shape without it (tune the shape without the flag; `topk-tune verify "
-                           "--deterministic` checks and times the winners with it)");
+                           "'deterministic' is not tuned: it runs on whichever kernel wins the shape without "
+                           "it (inside the resident family's kernel, as a tie pass after the others); tune "
+                           "the shape without the flag, and `topk-tune verify --deterministic` checks and "
+                           "times the winners with it");
   // The runtime refuses these, so a winner for one could never be used.
   if (p.sorted && p.k > TOPK_MAX_SORTED_K)
     return InvalidArgument("shape", "sorted output supports k <= " + std::to_string(TOPK_MAX_SORTED_K) + ", got k = " +

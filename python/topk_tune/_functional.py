@@ -95,8 +95,9 @@ def topk(x, k, dim=-1, largest=True, sorted=False, ranges=None, values=True, lib
       pick any of the tied elements unless deterministic;
     - deterministic: among elements equal to the k-th value the lowest
       indices are taken, so one input gives one index set on every call,
-      stream and GPU (with sorted=True, one output); it costs a tie pass
-      after the selection. None (the default) means
+      stream and GPU (with sorted=True, one output); it costs a search
+      over the tied positions (resident kernels) or a tie pass after the
+      selection (the others). None (the default) means
       torch.are_deterministic_algorithms_enabled() when x is a torch tensor,
       else False;
     - out=(values, indices): torch tensors of the result's shape that the

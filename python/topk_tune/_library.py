@@ -353,8 +353,9 @@ class Library:
 
         deterministic (a bool): among elements equal to the k-th value the
         lowest indices are taken, so one input gives one index set on every
-        call, stream and GPU (with sorted=True, one output). A tie pass runs
-        after the selection kernel; the kernel (variant) is the same."""
+        call, stream and GPU (with sorted=True, one output). The selection
+        kernel (variant) is the same: the resident family's takes the ties
+        itself, a tie pass runs after the others'."""
         deterministic = as_flag(deterministic, "deterministic")
         dt = dtype_name(dtype)
         batch = as_int(batch, "batch", minimum=0, maximum=INT32_MAX)

@@ -20,9 +20,10 @@
 #   7. (resident) the resident family beside the default on the four inputs
 #      (RESIDENT_SHAPES), then its kernels exact in every dtype and the
 #      sanitizers on its subset (NO_TESTS=1: timings only); (resident-sweep)
-#      every enumerated resident config beside the default on normal rows.
+#      every enumerated resident config beside the default on normal rows;
+#   8. (det) every family's deterministic cases, and the mode's cost.
 # Logs under $OUT; the summary is printed.
-#   scripts/device/family-check.sh [probe] [tests] [python] [legacy] [filter] [cluster] [cluster-phases] [resident] [resident-sweep]   (default: the first five)
+#   scripts/device/family-check.sh [probe] [tests] [python] [legacy] [filter] [cluster] [cluster-phases] [resident] [resident-sweep] [det]   (default: the first five)
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 : >"$SUMMARY"
@@ -179,6 +180,28 @@ bf16:4096x1024:32|resident_bf16_b512_g128_i8 resident_bf16_b256_g256_i4 resident
       [[ -n ${NO_TESTS:-} ]] && continue
       TOPK_TEST_VARIANT=resident_ TAIL=5 run resident-deterministic 200 "$B/bin/gpu_kernels_test" --gtest_filter='*Deterministic*'
       kernel_checks resident resident_ '*F32*:*BF16*' ;;
+    det)
+      # Deterministic mode: every family's deterministic cases (same index set
+      # over 20 calls, lowest indices win), then its cost on DET_SHAPES: each
+      # id timed plain and deterministic, on normal rows and on 16 distinct
+      # values (many ties at the k-th), each verified exact first.
+      cp -n "$B"/cubins/* "$TOPK_TEST_TMP/cubins/" 2>/dev/null
+      TAIL=6 run det-all 300 "$B/bin/gpu_kernels_test" --gtest_filter='*Deterministic*'
+      DET_SHAPES=${DET_SHAPES:-"f32:64x4096:128|default
+f32:64x32768:2048:ranges|resident_f32_b1024_g1024_i16_c2 default
+f32:1x131072:2048:ranges|resident_f32_b1024_g1024_i16_c8 default"}
+      while IFS='|' read -r shape ids; do
+        [[ -z ${shape// /} ]] && continue
+        vs=()
+        for f in $ids; do vs+=(--variant "$f"); done
+        for d in normal distinct16; do
+          timeout 150 "$B/bin/topk-probe" --shape "$shape:dist=$d" --shape "$shape:deterministic:dist=$d" "${vs[@]}" \
+            --cubins "$TOPK_TEST_TMP/cubins" >>"$OUT/det-cost.log" 2>&1
+          echo "rc=$?" >>"$OUT/det-cost.log"
+        done
+      done <<<"$DET_SHAPES"
+      log "--- deterministic mode's cost (us)"
+      grep -E "^\S|  \S+ +[0-9.]+ us|WRONG|compile|rror" "$OUT/det-cost.log" | grep -vE "^device|^rc=0" | head -80 >>"$SUMMARY" ;;
     resident-sweep)
       # Every enumerated resident config beside the default on normal rows of
       # SWEEP_SHAPES (the evidence for the family's default rules).
