@@ -12,9 +12,11 @@ Status Broken(const std::string& constraint, const std::string& what) {
 }
 
 constexpr int64_t kShortestRow = 513;    // shorter rows fit a warp: the warp family's
-constexpr int64_t kLongestRow = 16384;   // 1024 threads x 16 keys
+constexpr int64_t kLongestRow = 16384;   // 1024 threads x 16 keys in registers
+constexpr int64_t kLongestCtaRow = 65536;  // one CTA's positions fit 16 bits
 constexpr int64_t kDefaultLongestRow = 8192;
 constexpr int kMaxRowsPerCta = 8;        // a named barrier and 3 KB of shared memory each
+constexpr int kGroupStaticBytes = 3104;  // resident::Group: 3 histograms and 8 words
 
 const std::vector<ParamSpec>& Specs();
 
@@ -27,11 +29,22 @@ int FitItems(int64_t threads, int64_t n) {
   return 0;
 }
 
+// Shared-memory keys per thread beside `items` registers for a row of n over
+// `threads` threads: the smallest enumerated value that holds it, or 0.
+int FitShared(int64_t threads, int items, int64_t n) {
+  for (int s : Specs()[3].values)
+    if (s > 0 && threads * (items + s) >= n) return s;
+  return 0;
+}
+
 const std::vector<ParamSpec>& Specs() {
   static const std::vector<ParamSpec> specs = {
       {"block_threads", "b", "threads per CTA (block / group rows per CTA)", {128, 256, 512, 1024}, true},
       {"group_threads", "g", "threads per row, the row in their registers", {64, 128, 256, 512, 1024}, true},
-      {"items", "i", "keys per thread: rows up to group x items", {4, 8, 16}, true},
+      {"items", "i", "keys per thread in registers: rows up to group x items", {4, 8, 16}, true},
+      {"shared", "s",
+       "more keys per thread in shared memory, for rows the registers do not hold (group x shared x 4 bytes)",
+       {0, 16, 48}, true, 0},
       {"cluster", "c",
        "CTAs per row (2-16: a thread-block cluster, the row split over their registers; one binary for every size)",
        {1, 2, 4, 8, 16}, true, 1},
@@ -47,8 +60,9 @@ class Resident final : public Family {
   }
   const std::string& summary() const override {
     static const std::string s =
-        "a group of threads holds the row in registers, 8-bit digits found over them, several rows per CTA (rows of "
-        "513 to 16384) or a cluster's CTAs per row (up to 262144): robust to the value distribution";
+        "a group of threads holds the row in registers (and shared memory past 16 keys a thread), 8-bit digits "
+        "found over them, several rows per CTA (rows of 513 to 65536) or a cluster's CTAs per row (up to 1048576): "
+        "robust to the value distribution";
     return s;
   }
   const std::vector<ParamSpec>& params() const override { return Specs(); }
@@ -62,6 +76,16 @@ class Resident final : public Family {
                                  std::to_string(c.block_threads) + ", got " + std::to_string(c.group_threads));
     if (c.items < 1 || c.items > 32)
       return Broken("items", "items must be in [1, 32], got " + std::to_string(c.items));
+    if (c.shared < 0 || c.shared > 64)
+      return Broken("shared", "shared must be in [0, 64], got " + std::to_string(c.shared));
+    if (c.shared_bytes() + c.rows_per_cta() * kGroupStaticBytes > arch.max_smem_optin)
+      return Broken("shared", std::to_string(c.block_threads) + " threads x " + std::to_string(c.shared) +
+                                  " shared keys take " + std::to_string(c.shared_bytes()) +
+                                  " B of shared memory, more than the " + std::to_string(arch.max_smem_optin) +
+                                  " B a CTA can have beside its histograms");
+    if (c.cluster == 1 && c.max_row() > kLongestCtaRow)
+      return Broken("shared", "one CTA's row positions fit 16 bits: group x (items + shared) must be at most " +
+                                  std::to_string(kLongestCtaRow) + ", got " + std::to_string(c.max_row()));
     TOPK_RETURN_IF_ERROR(ValidateCluster(c.cluster, arch));
     if (c.cluster > 1 && c.group_threads != c.block_threads)
       return Broken("cluster", "cluster mode holds one group per CTA: group_threads must equal block_threads");
@@ -76,14 +100,35 @@ class Resident final : public Family {
     const ResidentParams c = ResidentParams::Of(cfg);
     if (p.n > c.capacity())
       return Broken("items", std::to_string(c.cluster) + " x " + std::to_string(c.group_threads) + " threads of " +
-                                 std::to_string(c.items) + " keys hold rows up to " + std::to_string(c.capacity()) +
-                                 ", n is " + std::to_string(p.n) + " (more items, a larger group or cluster)");
+                                 std::to_string(c.items + c.shared) + " keys hold rows up to " +
+                                 std::to_string(c.capacity()) + ", n is " + std::to_string(p.n) +
+                                 " (more items or shared keys, a larger group or cluster)");
     return Status::Ok();
   }
 
   std::vector<Config> Enumerate(const Problem& p, const Arch& arch, const SpaceOptions& opts) const override {
     std::vector<Config> out;
     if (p.n < kShortestRow) return out;
+    auto add = [&](const ResidentParams& r) {
+      Config c = r.ToConfig();
+      if (Validate(c, arch).ok() && ValidateFor(c, arch, p).ok()) out.push_back(std::move(c));
+    };
+    // The largest cluster whose CTAs all fit the SMs at once (1: none).
+    int max_cl = 1;
+    if (opts.include_cluster && arch.clusters())
+      for (int cl : {2, 4, 8, 16})
+        if (cl <= arch.max_cluster() && p.batch * cl <= arch.sm_count && p.n / cl >= 1024) max_cl = cl;
+    // Keys in shared memory past 16 a thread only where no register-only
+    // config holds the row: 2-2.5x slower per key on the H100 (1 x 131072:
+    // cluster 8 in registers 16.2 us, cluster 4 with 16 shared keys 22.3;
+    // 64 x 32768: cluster 2 17.6, one CTA with 16 shared keys 27.6).
+    if (p.n > kLongestRow * max_cl) {
+      const int64_t threads = 1024LL * max_cl;
+      ResidentParams r{p.dtype, 1024, 1024, 16};
+      r.cluster = max_cl;
+      r.shared = FitShared(threads, 16, p.n);
+      if (r.shared > 0) add(r);
+    }
     if (p.n <= kLongestRow) {
       for (int g : Specs()[1].values)
         for (int rows : {1, 2, 4}) {
@@ -108,8 +153,7 @@ class Resident final : public Family {
           if (items == 0) continue;
           ResidentParams r{p.dtype, g, g, items};
           r.cluster = cl;
-          Config c = r.ToConfig();
-          if (Validate(c, arch).ok() && ValidateFor(c, arch, p).ok()) out.push_back(std::move(c));
+          add(r);
         }
       }
     return out;
@@ -125,8 +169,16 @@ class Resident final : public Family {
           Config c = ResidentParams{dtype, b, g, items}.ToConfig();
           if (Validate(c, arch).ok()) out.push_back(std::move(c));
         }
+    // 16 keys a thread in registers and the rest in shared memory, one CTA
+    // of 1024 threads per row (Enumerate's single-CTA long rows).
+    for (int sh : Specs()[3].values) {
+      ResidentParams r{dtype, 1024, 1024, 16};
+      r.shared = sh;
+      Config c = r.ToConfig();
+      if (sh > 0 && Validate(c, arch).ok()) out.push_back(std::move(c));
+    }
     // The clustered binaries (one serves every cluster size).
-    if (arch.clusters())
+    if (arch.clusters()) {
       for (int g : {512, 1024})
         for (int items : Specs()[2].values) {
           ResidentParams r{dtype, g, g, items};
@@ -134,6 +186,14 @@ class Resident final : public Family {
           Config c = r.ToConfig();
           if (Validate(c, arch).ok()) out.push_back(std::move(c));
         }
+      for (int sh : Specs()[3].values) {
+        ResidentParams r{dtype, 1024, 1024, 16};
+        r.cluster = 2;
+        r.shared = sh;
+        Config c = r.ToConfig();
+        if (sh > 0 && Validate(c, arch).ok()) out.push_back(std::move(c));
+      }
+    }
     return out;
   }
 
@@ -176,6 +236,7 @@ class Resident final : public Family {
     const ResidentParams c = ResidentParams::Of(cfg);
     std::ostringstream s;
     s << "resident_" << DTypeName(c.dtype) << "_b" << c.block_threads << "_g" << c.group_threads << "_i" << c.items;
+    if (c.shared > 0) s << "_s" << c.shared;
     if (c.cluster > 1) s << "_cN";
     return s.str();
   }
@@ -184,7 +245,9 @@ class Resident final : public Family {
     const ResidentParams c = ResidentParams::Of(cfg);
     std::ostringstream pol;
     pol << "topk::resident::Policy<" << static_cast<int>(c.dtype) << ", " << c.block_threads << ", "
-        << c.group_threads << ", " << c.items << ">";
+        << c.group_threads << ", " << c.items;
+    if (c.shared > 0) pol << ", " << c.shared;  // the text of register-only kernels as before
+    pol << ">";
     KernelSource s;
     s.key = KernelKey(cfg);
     s.file_name = s.key + ".cu";
@@ -196,6 +259,7 @@ class Resident final : public Family {
       << "namespace topk_generated {\n"
       << "using P = " << pol.str() << ";\n"
       << "static_assert(P::kRows == " << c.rows_per_cta() << ", \"host and template disagree on rows per CTA\");\n"
+      << "static_assert(P::kSharedBytes == " << c.shared_bytes() << ", \"host and template disagree on shared memory\");\n"
       << "static_assert(sizeof(TopkArgs) == " << TOPK_ARGS_SIZE << ", \"TopkArgs layout\");\n"
       << "}  // namespace topk_generated\n\n"
       << "template __global__ void " << s.name_expression << "(TopkArgs);\n";
@@ -210,6 +274,7 @@ class Resident final : public Family {
     s.block = static_cast<unsigned>(c.block_threads);
     s.rows_per_cta = c.rows_per_cta();
     s.cluster = static_cast<unsigned>(c.cluster);
+    s.smem_bytes = c.shared_bytes();
     return LaunchPlan{{s}};
   }
 };
@@ -218,6 +283,7 @@ class Resident final : public Family {
 
 ResidentParams ResidentParams::Of(const Config& c) {
   ResidentParams r{c.dtype, c.Get("block_threads"), c.Get("group_threads"), c.Get("items")};
+  r.shared = c.Get("shared");
   r.cluster = c.Get("cluster");
   return r;
 }
@@ -227,7 +293,7 @@ Config ResidentParams::ToConfig() const {
   c.family = "resident";
   c.dtype = dtype;
   c.params = {{"block_threads", block_threads}, {"group_threads", group_threads}, {"items", items},
-              {"cluster", cluster}};
+              {"shared", shared},          {"cluster", cluster}};
   return c;
 }
 

@@ -830,8 +830,10 @@ TEST(ResidentFamilyTest, ConstraintsEnumerationAndPlan) {
   SpaceOptions only;
   only.families = {"resident"};
   EXPECT_TRUE(Enumerate(Prob(DType::kF32, 4096, 256, 8), arch, only).empty());      // the warp family's
-  for (const Config& x : Enumerate(Prob(DType::kF32, 64, 32768, 2048), arch, only))
-    EXPECT_GT(ResidentParams::Of(x).cluster, 1) << x.Id();  // too long for one CTA
+  for (const Config& x : Enumerate(Prob(DType::kF32, 64, 32768, 2048), arch, only)) {
+    const ResidentParams r = ResidentParams::Of(x);  // too long for one CTA's registers
+    EXPECT_TRUE(r.cluster > 1 || r.shared > 0) << x.Id();
+  }
   const Problem dsa = Prob(DType::kF32, 64, 4096, 128);
   const std::vector<Config> one = Enumerate(dsa, arch, only);
   ASSERT_FALSE(one.empty());
@@ -906,6 +908,10 @@ TEST(ResidentFamilyTest, ConstraintsEnumerationAndPlan) {
         ++n;
         EXPECT_LE(p.batch * r.cluster, arch.sm_count) << x.Id();
         EXPECT_LT(r.capacity(), 4 * p.n) << x.Id();
+        // Shared keys only where 16 keys a thread do not hold the row.
+        if (r.shared > 0) {
+          EXPECT_LT(int64_t{r.cluster} * r.group_threads * 16, p.n) << x.Id();
+        }
       }
     }
     return n;
@@ -913,10 +919,55 @@ TEST(ResidentFamilyTest, ConstraintsEnumerationAndPlan) {
   EXPECT_GT(clusters(Prob(DType::kF32, 1, 131072, 2048)), 0);
   EXPECT_GT(clusters(Prob(DType::kF32, 64, 32768, 2048)), 0);
   EXPECT_EQ(clusters(Prob(DType::kF32, 128, 131072, 2048)), 0);  // more clusters than SMs
-  EXPECT_EQ(clusters(Prob(DType::kF32, 1, 524288, 2048)), 0);    // more than 16 CTAs' registers
+  EXPECT_GT(clusters(Prob(DType::kF32, 1, 524288, 2048)), 0);    // registers and shared memory
   SpaceOptions no_cluster = only;
   no_cluster.include_cluster = false;
   EXPECT_TRUE(Enumerate(Prob(DType::kF32, 1, 131072, 2048), arch, no_cluster).empty());
+  // Shared keys: the rest of a row past the registers, in dynamic shared
+  // memory (the plan's), in the id and the binary's key.
+  ResidentParams sh{DType::kF32, 1024, 1024, 16};
+  sh.shared = 16;
+  sh.cluster = 16;
+  EXPECT_EQ(Config(sh).Id(), "resident_f32_b1024_g1024_i16_s16_c16");
+  EXPECT_EQ(Config(sh).KernelKey(), "resident_f32_b1024_g1024_i16_s16_cN");
+  auto sh_back = Config::FromId("resident_f32_b1024_g1024_i16_s16_c16");
+  ASSERT_TRUE(sh_back.ok()) << sh_back.status().ToString();
+  EXPECT_EQ(*sh_back, Config(sh));
+  EXPECT_EQ(sh.capacity(), 524288);
+  EXPECT_TRUE(ValidateFor(sh, arch, Prob(DType::kF32, 1, 524288, 2048)).ok());
+  EXPECT_EQ(ValidateFor(sh, arch, Prob(DType::kF32, 1, 524289, 2048)).where(), "constraint items");
+  EXPECT_EQ(PlanLaunch(sh, Prob(DType::kF32, 1, 524288, 2048), arch).stages.at(0).smem_bytes, 1024 * 16 * 4);
+  EXPECT_EQ(GenerateSource(sh).name_expression,
+            "topk::resident_cluster_kernel<topk::resident::Policy<0, 1024, 1024, 16, 16>>");
+  auto broken_sh = [&](auto f) {
+    ResidentParams x = sh;
+    f(x);
+    return Validate(x, arch).where();
+  };
+  EXPECT_EQ(broken_sh([](ResidentParams& x) { x.shared = -1; }), "constraint shared");
+  EXPECT_EQ(broken_sh([](ResidentParams& x) { x.shared = 65; }), "constraint shared");
+  EXPECT_EQ(broken_sh([](ResidentParams& x) { x.shared = 64; }), "constraint shared");  // 256 KB: past the opt-in
+  EXPECT_TRUE(Validate([&] { ResidentParams x = sh; x.shared = 48; return x; }(), arch).ok());
+  // One CTA: row positions in 16 bits, so at most 65536 keys.
+  EXPECT_EQ(broken_sh([](ResidentParams& x) { x.cluster = 1, x.shared = 56; }), "constraint shared");
+  // Enumerated only where no register-only config holds the row: one CTA
+  // when the batch leaves no room for clusters, else the largest cluster.
+  auto shared_configs = [&](const Problem& p) {
+    std::vector<std::string> ids;
+    for (const Config& x : Enumerate(p, arch, only))
+      if (ResidentParams::Of(x).shared > 0) ids.push_back(x.Id());
+    return ids;
+  };
+  EXPECT_EQ(shared_configs(Prob(DType::kF32, 1024, 32768, 2048)),
+            std::vector<std::string>{"resident_f32_b1024_g1024_i16_s16"});
+  EXPECT_TRUE(shared_configs(Prob(DType::kF32, 64, 32768, 2048)).empty());  // cluster 2 in registers
+  EXPECT_TRUE(shared_configs(Prob(DType::kF32, 1, 131072, 2048)).empty());
+  EXPECT_EQ(shared_configs(Prob(DType::kF32, 1, 524288, 2048)),
+            std::vector<std::string>{"resident_f32_b1024_g1024_i16_s16_c16"});
+  EXPECT_EQ(shared_configs(Prob(DType::kF32, 1, 1048576, 2048)),
+            std::vector<std::string>{"resident_f32_b1024_g1024_i16_s48_c16"});
+  EXPECT_TRUE(Enumerate(Prob(DType::kF32, 1, 1048577, 2048), arch, only).empty());
+  EXPECT_TRUE(Enumerate(Prob(DType::kF32, 64, 65537, 2048), arch, no_cluster).empty());
   // Never the default.
   EXPECT_NE(DefaultConfig(Prob(DType::kF32, 64, 32768, 2048), arch).family, "resident");
   // Deterministic mode without the tie pass: this family only.

@@ -18,6 +18,7 @@
 
 #include "generator/config.hpp"
 #include "generator/radix.hpp"
+#include "generator/resident.hpp"
 #include "generator/source.hpp"
 #include "jit/driver.hpp"
 #include "jit/kernel_store.hpp"
@@ -122,7 +123,7 @@ std::vector<CaseSpec> WarpCases(int items) {
 // groups without a row.
 std::vector<CaseSpec> ResidentCases(int64_t m) {
   const int64_t k = std::min<int64_t>(m - 1, 100);
-  return {
+  std::vector<CaseSpec> cases = {
       {37, m, m / 32, Dist::kNormal, true, false, true},
       {5, m - 3, 1, Dist::kAllEqual},
       {9, m, m / 2, Dist::kShifted, false, false, true},
@@ -147,6 +148,11 @@ std::vector<CaseSpec> ResidentCases(int64_t m) {
       {8, m, k, Dist::kPlateau, false, true, true, false, true},
       {8, m, m / 5, Dist::kDistinct16, true, false, false, false, true},
   };
+  // Rows past 65536 (clusters, shared keys): an eighth of the rows, at least
+  // two, so a kernel's cases stay within a few hundred million keys.
+  if (m > 65536)
+    for (CaseSpec& c : cases) c.batch = std::max<int64_t>(2, c.batch / 8);
+  return cases;
 }
 
 // Launch-argument settings tried for every block / cluster kernel.
@@ -340,8 +346,9 @@ class GpuKernelsTest : public ::testing::Test {
         // One clustered filter binary (its sizes 2 and 8 in Variants).
         if (c.family == "filter" && c.Get("cluster") > 1)
           pick = c.Get("block_threads") == 512 && c.Get("unroll") == 1 && c.Get("radix_bits") == 11;
-        // Resident kernels of 8 keys per thread (one row or several per CTA).
-        if (c.family == "resident") pick = c.Get("items") == 8;
+        // Resident kernels of 8 keys per thread (one row or several per CTA)
+        // and of 16 more in shared memory.
+        if (c.family == "resident") pick = c.Get("items") == 8 || c.Get("shared") == 16;
         if (pick) keep.push_back(c);
       }
       kernels = keep;
@@ -373,12 +380,11 @@ class GpuKernelsTest : public ::testing::Test {
       std::vector<Config> vs = Variants(k, &knobs);
       for (size_t i = 0; i < vs.size(); ++i) {
         // Resident rows sized to the variant: its cluster multiplies what a
-        // group holds.
+        // group holds in registers and shared memory.
         RunVariant(vs[i], knobs[i],
-                   k.family == "warp" ? WarpCases(k.Get("items"))
-                   : k.family == "resident"
-                       ? ResidentCases(int64_t{k.Get("group_threads")} * k.Get("items") * vs[i].Get("cluster"))
-                       : BlockCases(subset_),
+                   k.family == "warp"       ? WarpCases(k.Get("items"))
+                   : k.family == "resident" ? ResidentCases(gen::ResidentParams::Of(vs[i]).capacity())
+                                            : BlockCases(subset_),
                    &cases, &t);
         if (HasFatalFailure()) return;
       }

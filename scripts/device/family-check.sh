@@ -21,9 +21,11 @@
 #      (RESIDENT_SHAPES), then its kernels exact in every dtype and the
 #      sanitizers on its subset (NO_TESTS=1: timings only); (resident-sweep)
 #      every enumerated resident config beside the default on normal rows;
-#   8. (det) every family's deterministic cases, and the mode's cost.
+#   8. (det) every family's deterministic cases, and the mode's cost;
+#   9. (resident-shared) resident kernels with shared-memory keys beside the
+#      default on the four inputs (SHARED_SHAPES), then exact and sanitized.
 # Logs under $OUT; the summary is printed.
-#   scripts/device/family-check.sh [probe] [tests] [python] [legacy] [filter] [cluster] [cluster-phases] [resident] [resident-sweep] [det]   (default: the first five)
+#   scripts/device/family-check.sh [probe] [tests] [python] [legacy] [filter] [cluster] [cluster-phases] [resident] [resident-sweep] [resident-shared] [det]   (default: the first five)
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 : >"$SUMMARY"
@@ -180,6 +182,21 @@ bf16:4096x1024:32|resident_bf16_b512_g128_i8 resident_bf16_b256_g256_i4 resident
       [[ -n ${NO_TESTS:-} ]] && continue
       TOPK_TEST_VARIANT=resident_ TAIL=5 run resident-deterministic 200 "$B/bin/gpu_kernels_test" --gtest_filter='*Deterministic*'
       kernel_checks resident resident_ '*F32*:*BF16*' ;;
+    resident-shared)
+      # Resident kernels with keys in shared memory past the registers: timed
+      # beside the default and the register-only resident winners on the four
+      # inputs (each verified exact first), then every such kernel exact in
+      # every dtype and the sanitizers on its subset.
+      cp -n "$B"/cubins/* "$TOPK_TEST_TMP/cubins/" 2>/dev/null
+      SHARED_SHAPES=${SHARED_SHAPES:-"f32:1x524288:2048:ranges|resident_f32_b1024_g1024_i16_s16_c16 resident_f32_b1024_g1024_i16_s48_c8
+f32:1x131072:2048:ranges|resident_f32_b1024_g1024_i16_c8 resident_f32_b1024_g1024_i16_s16_c4 resident_f32_b1024_g1024_i16_s48_c2
+f32:64x32768:2048:ranges|resident_f32_b1024_g1024_i16_c2 resident_f32_b1024_g1024_i16_s16
+f32:128x131072:2048:ranges|filter_f32_b512_u2_r11_s2 resident_f32_b1024_g1024_i16_s48_c2
+bf16:128x201088:64:values:rotate:dist=logits|filter_bf16_b512_u1_r11_s2 resident_bf16_b1024_g1024_i16_s48_c4
+f32:256x128256:1024:values:rotate:dist=logits|filter_f32_b512_u2_r11_s2 resident_f32_b1024_g1024_i16_s48_c2"}
+      probe_four resident-shared "resident keys in shared memory against the default" default "$SHARED_SHAPES"
+      [[ -n ${NO_TESTS:-} ]] && continue
+      kernel_checks resident-shared i16_s '*F32*:*BF16*' ;;
     det)
       # Deterministic mode: every family's deterministic cases (same index set
       # over 20 calls, lowest indices win), then its cost on DET_SHAPES: each

@@ -1,6 +1,9 @@
 // The resident family: a group of GROUP threads holds one row in registers
 // (ITEMS keys per thread, element t + j * GROUP in thread t's key j), and a
 // CTA of BLOCK threads serves BLOCK / GROUP rows, so short rows share a CTA.
+// SHARED more keys per thread, when the registers do not hold the row, lie
+// in dynamic shared memory (key ITEMS + j of thread t at word j * GROUP + t
+// of its group's area), each read and written by its own thread only.
 // In cluster mode (resident_cluster_kernel) a thread-block cluster splits
 // one longer row over its CTAs' registers, a slice each.
 //
@@ -29,12 +32,15 @@
 namespace topk {
 namespace resident {
 
-template <int DTYPE, int BLOCK, int GROUP, int ITEMS>
+template <int DTYPE, int BLOCK, int GROUP, int ITEMS, int SHARED = 0>
 struct Policy {
   static constexpr int kDtype = DTYPE;
   static constexpr int kBlock = BLOCK;
   static constexpr int kGroup = GROUP;  // threads per row
-  static constexpr int kItems = ITEMS;  // keys per thread: rows up to GROUP * ITEMS
+  static constexpr int kItems = ITEMS;  // keys per thread in registers
+  static constexpr int kShared = SHARED;  // and in shared memory
+  static constexpr int kKeys = ITEMS + SHARED;  // rows up to GROUP * kKeys
+  static constexpr int kSharedBytes = BLOCK * SHARED * 4;  // dynamic, the launch's
   static constexpr int kRows = BLOCK / GROUP;
   static constexpr int kKeyBits = Keys<DTYPE>::kBits;
   static constexpr int kBins = 256;
@@ -45,6 +51,7 @@ struct Policy {
   // barrier each (ids 0..15), and every group 3 KB of static shared memory.
   static_assert(kRows <= 8, "at most 8 rows per CTA");
   static_assert(ITEMS >= 1 && ITEMS <= 32, "items");
+  static_assert(SHARED >= 0 && SHARED <= 64, "shared");
 };
 
 // One group's shared state, 16-byte aligned and sized: the bins are read as
@@ -58,7 +65,7 @@ struct __align__(16) Group {
   u32 ties;    // and for keys equal to it
   u32 pad[3];
 };
-static_assert(sizeof(Group) % 16 == 0, "group layout");
+static_assert(sizeof(Group) % 16 == 0 && sizeof(Group) == 3104, "group layout (generator/resident.cpp has its size)");
 
 // The group's barrier: the CTA's when the group is the CTA, the warp's when
 // it is one warp, else named barrier `id` over GROUP threads.
@@ -111,7 +118,7 @@ template <class P, int C, int BITS, class KeyOf, class Take>
 __device__ __forceinline__ u32 find_rank(KeyOf keyof, Take take, Group* g, int gid, int t, int* q, u32* prefix_io,
                                          u32* need_io, int* lo_out) {
   using CL = Cluster<C>;
-  constexpr int G = P::kGroup, I = P::kItems;
+  constexpr int G = P::kGroup, I = P::kKeys;
   const u32 lane = lane_id(), csize = CL::size();
   u32 prefix = *prefix_io, need = *need_io, in_bin = 0;
   int lo = BITS;
@@ -176,11 +183,11 @@ __device__ __forceinline__ u32 find_rank(KeyOf keyof, Take take, Group* g, int g
 // size from the launch: one group per CTA, histograms summed over the cluster
 // through distributed shared memory).
 template <class P, int C>
-__device__ void select_row(const TopkArgs& a, int rowi, int gid, int t, Group* g) {
+__device__ void select_row(const TopkArgs& a, int rowi, int gid, int t, Group* g, u32* sk) {
   using CL = Cluster<C>;
   using K = Keys<P::kDtype>;
   using Raw = typename K::Raw;
-  constexpr int G = P::kGroup, I = P::kItems, KB = P::kKeyBits;
+  constexpr int G = P::kGroup, I = P::kItems, N = P::kKeys, KB = P::kKeyBits;
   constexpr bool kClustered = C != 1;
   const bool values = (a.flags & TOPK_FLAG_VALUES) != 0 && a.out_val != nullptr;
   const int k = a.k;
@@ -196,10 +203,10 @@ __device__ void select_row(const TopkArgs& a, int rowi, int gid, int t, Group* g
     if (rank == 0) take_whole_range(row, range, out_idx, out_val, t, G, k, static_cast<Raw>(K::kLowest));
     return;
   }
-  // This CTA's slice; the host checks n <= cluster x GROUP x ITEMS, so a
-  // longer range is a host bug.
+  // This CTA's slice; the host checks n <= cluster x GROUP x (ITEMS +
+  // SHARED), so a longer range is a host bug.
   const int S = (L + static_cast<int>(csize) - 1) / static_cast<int>(csize);
-  if (S > G * I) __trap();
+  if (S > G * N) __trap();
   const int s0 = static_cast<int>(rank) * S;
   const int len = L - s0 < S ? (L - s0 > 0 ? L - s0 : 0) : S;
 
@@ -207,13 +214,33 @@ __device__ void select_row(const TopkArgs& a, int rowi, int gid, int t, Group* g
   // Deterministic mode compares values as the contract does (-0.0 equal to
   // +0.0, every NaN equal): canonical bits before the key.
   const bool det = (a.flags & TOPK_FLAG_DETERMINISTIC) != 0;
-  u32 key[I];
-#pragma unroll
-  for (int j = 0; j < I; ++j) {
+  auto load = [&](int j) -> u32 {
     const int i = t + j * G;
     const u32 raw = i < len ? static_cast<u32>(base[i]) : 0u;
-    key[j] = i < len ? K::key_flip(det ? K::canonical(raw) : raw, flip) : 0u;
+    return i < len ? K::key_flip(det ? K::canonical(raw) : raw, flip) : 0u;
+  };
+  u32 key[I];
+#pragma unroll
+  for (int j = 0; j < I; ++j) key[j] = load(j);
+  // The shared-memory keys, 8 a thread between stores; read-only loads
+  // (ld.global.nc), which the compiler may move past the shared stores.
+#pragma unroll
+  for (int j0 = I; j0 < N; j0 += 8) {
+    u32 v[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const int i = t + (j0 + e) * G;
+      if (j0 + e < N) {
+        const u32 raw = i < len ? static_cast<u32>(__ldg(base + i)) : 0u;
+        v[e] = i < len ? K::key_flip(det ? K::canonical(raw) : raw, flip) : 0u;
+      }
+    }
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+      if (j0 + e < N) sk[(j0 + e - I) * G + t] = v[e];
   }
+  // Key j: a register (j < ITEMS, a constant once unrolled) or shared memory.
+  auto kv = [&](int j) -> u32 { return j < I ? key[j < I ? j : 0] : sk[(j - I) * G + t]; };
   const u32 lane = lane_id();
   u32 prefix = 0, need = static_cast<u32>(k);
   if (!kClustered) TOPK_RESIDENT_STOP(1);
@@ -228,18 +255,19 @@ __device__ void select_row(const TopkArgs& a, int rowi, int gid, int t, Group* g
   // the k need, the index below which the lowest-index `need` of them lie
   // (a second search over their positions, larger key for a lower index).
   int q = 0, lo = 0;
-  const u32 in_bin = find_rank<P, C, KB>([&](int j) { return key[j]; }, [&](int j) { return t + j * G < len; }, g,
-                                         gid, t, &q, &prefix, &need, &lo);
+  const u32 in_bin =
+      find_rank<P, C, KB>(kv, [&](int j) { return t + j * G < len; }, g, gid, t, &q, &prefix, &need, &lo);
   if (!kClustered) TOPK_RESIDENT_STOP(3);
   const bool pick = det && in_bin > need;  // then lo == 0
   constexpr int IB = kClustered ? 24 : 16;  // position bits: rows up to 2^24 (cluster) or 2^16
+  static_assert(kClustered || G * N <= (1 << 16), "one CTA's row positions fit 16 bits");
   constexpr u32 kPosTop = (1u << IB) - 1u;
   u32 iprefix = 0;
   int ilo = 0;
   if (pick) {
     u32 ineed = need;
     find_rank<P, C, IB>([&](int j) { return kPosTop - static_cast<u32>(s0 + t + j * G); },
-                        [&](int j) { return t + j * G < len && key[j] == prefix; }, g, gid, t, &q, &iprefix, &ineed,
+                        [&](int j) { return t + j * G < len && kv(j) == prefix; }, g, gid, t, &q, &iprefix, &ineed,
                         &ilo);
   }
   // A tie is taken unless positions are picked and it lies beyond them.
@@ -254,13 +282,13 @@ __device__ void select_row(const TopkArgs& a, int rowi, int gid, int t, Group* g
   const int above = k - static_cast<int>(need);
   u32 na = 0, nt = 0;
 #pragma unroll
-  for (int j = 0; j < I; ++j) {
+  for (int j = 0; j < N; ++j) {
     if (t + j * G >= len) continue;
-    const u32 kk = key[j] >> lo;
+    const u32 kk = kv(j) >> lo;
     na += kk > T ? 1u : 0u;
     nt += kk == T && taken(j) ? 1u : 0u;
   }
-  const u32 mine = na | (nt << 16);  // a warp holds at most 32 x 32 of each
+  const u32 mine = na | (nt << 16);  // a warp holds at most 32 x 96 of each
   const u32 incl = warp_inclusive_prefix(mine);
   const u32 total = __shfl_sync(kFullMask, incl, 31);
   u32 got = 0;
@@ -272,10 +300,10 @@ __device__ void select_row(const TopkArgs& a, int rowi, int gid, int t, Group* g
   // The leader's counters are not touched after this.
   CL::arrive_relaxed();
 #pragma unroll
-  for (int j = 0; j < I; ++j) {
+  for (int j = 0; j < N; ++j) {
     const int i = t + j * G;
     if (i >= len) continue;
-    const u32 kk = key[j] >> lo;
+    const u32 kk = kv(j) >> lo;
     int pos = -1;
     if (kk > T) {
       pos = pa++;
@@ -298,11 +326,12 @@ __device__ void select_row(const TopkArgs& a, int rowi, int gid, int t, Group* g
 template <class P>
 __global__ void __launch_bounds__(P::kBlock, 1) resident_kernel(TopkArgs a) {
   __shared__ __align__(16) resident::Group groups[P::kRows];
+  extern __shared__ __align__(16) u32 resident_keys[];  // P::kSharedBytes
   const int gid = static_cast<int>(threadIdx.x) / P::kGroup;
   const int t = static_cast<int>(threadIdx.x) % P::kGroup;
   const int rowi = static_cast<int>(blockIdx.x) * P::kRows + gid;
   if (rowi >= a.batch) return;  // whole groups: no barrier waits on them
-  resident::select_row<P, 1>(a, rowi, gid, t, &groups[gid]);
+  resident::select_row<P, 1>(a, rowi, gid, t, &groups[gid], resident_keys + gid * P::kGroup * P::kShared);
 }
 
 // Cluster mode: a thread-block cluster per row (its size from the launch, so
@@ -311,9 +340,10 @@ template <class P>
 __global__ void __launch_bounds__(P::kBlock, 1) resident_cluster_kernel(TopkArgs a) {
   static_assert(P::kGroup == P::kBlock, "cluster mode: one group per CTA");
   __shared__ __align__(16) resident::Group group;
+  extern __shared__ __align__(16) u32 resident_keys[];  // P::kSharedBytes
   const int rowi = static_cast<int>(blockIdx.x / Cluster<2>::size());
   if (rowi >= a.batch) return;  // whole clusters
-  resident::select_row<P, 2>(a, rowi, 0, static_cast<int>(threadIdx.x), &group);
+  resident::select_row<P, 2>(a, rowi, 0, static_cast<int>(threadIdx.x), &group, resident_keys);
 }
 
 }  // namespace topk
