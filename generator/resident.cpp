@@ -78,7 +78,9 @@ class Resident final : public Family {
       return Broken("items", "items must be in [1, 32], got " + std::to_string(c.items));
     if (c.shared < 0 || c.shared > 64)
       return Broken("shared", "shared must be in [0, 64], got " + std::to_string(c.shared));
-    if (c.shared_bytes() + c.rows_per_cta() * kGroupStaticBytes > arch.max_smem_optin)
+    // Static: each group's record, and in cluster mode the partial sums.
+    const int static_bytes = c.rows_per_cta() * kGroupStaticBytes + (c.cluster > 1 ? 4 * c.block_threads : 0);
+    if (c.shared_bytes() + static_bytes > arch.max_smem_optin)
       return Broken("shared", std::to_string(c.block_threads) + " threads x " + std::to_string(c.shared) +
                                   " shared keys take " + std::to_string(c.shared_bytes()) +
                                   " B of shared memory, more than the " + std::to_string(arch.max_smem_optin) +

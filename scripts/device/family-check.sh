@@ -23,9 +23,10 @@
 #      every enumerated resident config beside the default on normal rows;
 #   8. (det) every family's deterministic cases, and the mode's cost;
 #   9. (resident-shared) resident kernels with shared-memory keys beside the
-#      default on the four inputs (SHARED_SHAPES), then exact and sanitized.
+#      default on the four inputs (SHARED_SHAPES), then exact and sanitized;
+#  10. (ab) AB_SHAPES' variants by the earlier build's probe and this one's.
 # Logs under $OUT; the summary is printed.
-#   scripts/device/family-check.sh [probe] [tests] [python] [legacy] [filter] [cluster] [cluster-phases] [resident] [resident-sweep] [resident-shared] [det]   (default: the first five)
+#   scripts/device/family-check.sh [probe] [tests] [python] [legacy] [filter] [cluster] [cluster-phases] [resident] [resident-sweep] [resident-shared] [ab] [det]   (default: the first five)
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 : >"$SUMMARY"
@@ -197,6 +198,34 @@ f32:256x128256:1024:values:rotate:dist=logits|filter_f32_b512_u2_r11_s2 resident
       probe_four resident-shared "resident keys in shared memory against the default" default "$SHARED_SHAPES"
       [[ -n ${NO_TESTS:-} ]] && continue
       kernel_checks resident-shared i16_s '*F32*:*BF16*' ;;
+    ab)
+      # A kernel change timed against the build before it, in one run: for
+      # each line SHAPE|ID... of AB_SHAPES, the ids on the four inputs by
+      # $B/bin/topk-probe-old (the earlier build, its own cubins) and by this
+      # build's probe, alternating, twice; each verified exact first.
+      AB_SHAPES=${AB_SHAPES:-"f32:1x524288:2048:ranges|resident_f32_b1024_g1024_i16_s16_c16 default
+f32:1x131072:2048:ranges|resident_f32_b1024_g1024_i16_c8 resident_f32_b512_g512_i16_c16
+f32:64x32768:2048:ranges|resident_f32_b1024_g1024_i16_c2
+f32:1x16384:1024|resident_f32_b512_g512_i8_c4"}
+      for round in 1 2; do
+        while IFS='|' read -r shape ids; do
+          [[ -z ${shape// /} ]] && continue
+          four_inputs "$shape"
+          vs=()
+          for f in $ids; do vs+=(--variant "$f"); done
+          for probe in topk-probe-old topk-probe; do
+            [[ -x "$B/bin/$probe" ]] || { log "missing $B/bin/$probe"; continue; }
+            mkdir -p "$TOPK_TEST_TMP/cubins-$probe"
+            timeout 150 "$B/bin/$probe" "${ARGS[@]}" "${vs[@]}" --cubins "$TOPK_TEST_TMP/cubins-$probe" \
+              >>"$OUT/ab-$probe.log" 2>&1
+            echo "rc=$?" >>"$OUT/ab-$probe.log"
+          done
+        done <<<"$AB_SHAPES"
+      done
+      for probe in topk-probe-old topk-probe; do
+        log "--- $probe (us; the shapes in order, then again)"
+        grep -E "^\S|  \S+ +[0-9.]+ us|WRONG|compile|rror" "$OUT/ab-$probe.log" | grep -vE "^device|^rc=0" | head -100 >>"$SUMMARY"
+      done ;;
     det)
       # Deterministic mode: every family's deterministic cases (same index set
       # over 20 calls, lowest indices win), then its cost on DET_SHAPES: each

@@ -114,12 +114,22 @@ __device__ __forceinline__ void group_sync(int id) {
 // warps reading 1 KB each cost more than the barrier.) Three buffers: the one
 // cleared for the next pass was last read (by any CTA) before this CTA
 // passed the previous pass's first barrier.
+//
+// In a cluster of more than two CTAs (`part`: kParts x 256 words of this
+// CTA's shared memory, kParts = GROUP / 256) a third barrier splits the
+// sum: thread t first adds bin t % 256 over CTAs t / 256, + kParts, ...
+// (their remote loads in flight together) into part, and the first warp
+// then adds kParts local partial sums per bin instead of waiting on two
+// remote loads per CTA, one CTA after another.
 template <class P, int C, int BITS, class KeyOf, class Take>
-__device__ __forceinline__ u32 find_rank(KeyOf keyof, Take take, Group* g, int gid, int t, int* q, u32* prefix_io,
-                                         u32* need_io, int* lo_out) {
+__device__ __forceinline__ u32 find_rank(KeyOf keyof, Take take, Group* g, u32* part, int gid, int t, int* q,
+                                         u32* prefix_io, u32* need_io, int* lo_out) {
   using CL = Cluster<C>;
   constexpr int G = P::kGroup, I = P::kKeys;
+  constexpr int kParts = C != 1 && G >= 256 ? G / 256 : 0;
+  constexpr int kPerThread = kParts > 0 ? 16 / kParts : 0;  // CTAs a thread sums (clusters of at most 16)
   const u32 lane = lane_id(), csize = CL::size();
+  const bool split = kParts > 0 && csize > 2;
   u32 prefix = *prefix_io, need = *need_io, in_bin = 0;
   int lo = BITS;
 #pragma unroll
@@ -133,15 +143,42 @@ __device__ __forceinline__ u32 find_rank(KeyOf keyof, Take take, Group* g, int g
       if (take(j) && (pass == 0 || (keyof(j) >> hi) == (prefix >> hi))) atomicAdd(&h[(keyof(j) >> lo) & 0xffu], 1u);
     if (C != 1) CL::sync();
     else group_sync<P>(gid);
+    if (kParts > 0 && split) {
+      const u32 b = static_cast<u32>(t) & 255u, p0 = static_cast<u32>(t) >> 8;
+      u32 sum = 0;
+#pragma unroll
+      for (int u0 = 0; u0 < kPerThread; u0 += 4) {
+        u32 v[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const u32 r = p0 + static_cast<u32>((u0 + e) * kParts);
+          v[e] = u0 + e < kPerThread && r < csize ? CL::load(CL::map(h + b, r)) : 0u;
+        }
+        sum += v[0] + v[1] + v[2] + v[3];
+      }
+      part[p0 * 256 + b] = sum;
+      group_sync<P>(gid);
+    }
     if (t < 32) {
-      // Lane l scans bins 255 - 8 l down to 248 - 8 l (of every CTA).
+      // Lane l scans bins 255 - 8 l down to 248 - 8 l (of every CTA, or of
+      // the partial sums).
       u32 c[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-      const u32 at = smem_addr(h + 248 - 8 * lane);
-      for (u32 r = 0; r < csize; ++r) {
-        const u32 ra = C != 1 ? CL::map(h + 248 - 8 * lane, r) : at;
-        const uint4 q1 = CL::load4(ra + 16), q0 = CL::load4(ra);
-        c[0] += q1.w, c[1] += q1.z, c[2] += q1.y, c[3] += q1.x;
-        c[4] += q0.w, c[5] += q0.z, c[6] += q0.y, c[7] += q0.x;
+      if (kParts > 0 && split) {
+#pragma unroll
+        for (int pp = 0; pp < (kParts > 0 ? kParts : 1); ++pp) {
+          const uint4* v = reinterpret_cast<const uint4*>(part + pp * 256 + 248 - 8 * lane);
+          const uint4 q1 = v[1], q0 = v[0];
+          c[0] += q1.w, c[1] += q1.z, c[2] += q1.y, c[3] += q1.x;
+          c[4] += q0.w, c[5] += q0.z, c[6] += q0.y, c[7] += q0.x;
+        }
+      } else {
+        const u32 at = smem_addr(h + 248 - 8 * lane);
+        for (u32 r = 0; r < csize; ++r) {
+          const u32 ra = C != 1 ? CL::map(h + 248 - 8 * lane, r) : at;
+          const uint4 q1 = CL::load4(ra + 16), q0 = CL::load4(ra);
+          c[0] += q1.w, c[1] += q1.z, c[2] += q1.y, c[3] += q1.x;
+          c[4] += q0.w, c[5] += q0.z, c[6] += q0.y, c[7] += q0.x;
+        }
       }
       u32 sum = 0;
 #pragma unroll
@@ -183,7 +220,7 @@ __device__ __forceinline__ u32 find_rank(KeyOf keyof, Take take, Group* g, int g
 // size from the launch: one group per CTA, histograms summed over the cluster
 // through distributed shared memory).
 template <class P, int C>
-__device__ void select_row(const TopkArgs& a, int rowi, int gid, int t, Group* g, u32* sk) {
+__device__ void select_row(const TopkArgs& a, int rowi, int gid, int t, Group* g, u32* sk, u32* part) {
   using CL = Cluster<C>;
   using K = Keys<P::kDtype>;
   using Raw = typename K::Raw;
@@ -206,7 +243,7 @@ __device__ void select_row(const TopkArgs& a, int rowi, int gid, int t, Group* g
   // This CTA's slice; the host checks n <= cluster x GROUP x (ITEMS +
   // SHARED), so a longer range is a host bug.
   const int S = (L + static_cast<int>(csize) - 1) / static_cast<int>(csize);
-  if (S > G * N) __trap();
+  if (S > G * N || csize > 16) __trap();  // find_rank sums at most 16 CTAs
   const int s0 = static_cast<int>(rank) * S;
   const int len = L - s0 < S ? (L - s0 > 0 ? L - s0 : 0) : S;
 
@@ -256,7 +293,7 @@ __device__ void select_row(const TopkArgs& a, int rowi, int gid, int t, Group* g
   // (a second search over their positions, larger key for a lower index).
   int q = 0, lo = 0;
   const u32 in_bin =
-      find_rank<P, C, KB>(kv, [&](int j) { return t + j * G < len; }, g, gid, t, &q, &prefix, &need, &lo);
+      find_rank<P, C, KB>(kv, [&](int j) { return t + j * G < len; }, g, part, gid, t, &q, &prefix, &need, &lo);
   if (!kClustered) TOPK_RESIDENT_STOP(3);
   const bool pick = det && in_bin > need;  // then lo == 0
   constexpr int IB = kClustered ? 24 : 16;  // position bits: rows up to 2^24 (cluster) or 2^16
@@ -267,8 +304,8 @@ __device__ void select_row(const TopkArgs& a, int rowi, int gid, int t, Group* g
   if (pick) {
     u32 ineed = need;
     find_rank<P, C, IB>([&](int j) { return kPosTop - static_cast<u32>(s0 + t + j * G); },
-                        [&](int j) { return t + j * G < len && kv(j) == prefix; }, g, gid, t, &q, &iprefix, &ineed,
-                        &ilo);
+                        [&](int j) { return t + j * G < len && kv(j) == prefix; }, g, part, gid, t, &q, &iprefix,
+                        &ineed, &ilo);
   }
   // A tie is taken unless positions are picked and it lies beyond them.
   auto taken = [&](int j) {
@@ -331,7 +368,7 @@ __global__ void __launch_bounds__(P::kBlock, 1) resident_kernel(TopkArgs a) {
   const int t = static_cast<int>(threadIdx.x) % P::kGroup;
   const int rowi = static_cast<int>(blockIdx.x) * P::kRows + gid;
   if (rowi >= a.batch) return;  // whole groups: no barrier waits on them
-  resident::select_row<P, 1>(a, rowi, gid, t, &groups[gid], resident_keys + gid * P::kGroup * P::kShared);
+  resident::select_row<P, 1>(a, rowi, gid, t, &groups[gid], resident_keys + gid * P::kGroup * P::kShared, nullptr);
 }
 
 // Cluster mode: a thread-block cluster per row (its size from the launch, so
@@ -340,10 +377,11 @@ template <class P>
 __global__ void __launch_bounds__(P::kBlock, 1) resident_cluster_kernel(TopkArgs a) {
   static_assert(P::kGroup == P::kBlock, "cluster mode: one group per CTA");
   __shared__ __align__(16) resident::Group group;
+  __shared__ __align__(16) u32 part[P::kBlock >= 256 ? P::kBlock : 256];  // find_rank's partial sums
   extern __shared__ __align__(16) u32 resident_keys[];  // P::kSharedBytes
   const int rowi = static_cast<int>(blockIdx.x / Cluster<2>::size());
   if (rowi >= a.batch) return;  // whole clusters
-  resident::select_row<P, 2>(a, rowi, 0, static_cast<int>(threadIdx.x), &group, resident_keys);
+  resident::select_row<P, 2>(a, rowi, 0, static_cast<int>(threadIdx.x), &group, resident_keys, part);
 }
 
 }  // namespace topk
