@@ -24,7 +24,8 @@
 #   8. (det) every family's deterministic cases, and the mode's cost;
 #   9. (resident-shared) resident kernels with shared-memory keys beside the
 #      default on the four inputs (SHARED_SHAPES), then exact and sanitized;
-#  10. (ab) AB_SHAPES' variants by the earlier build's probe and this one's.
+#  10. (ab) AB_SHAPES' variants by the earlier build's probe and this one's
+#      (or the probes and arguments of AB_RUNS).
 # Logs under $OUT; the summary is printed.
 #   scripts/device/family-check.sh [probe] [tests] [python] [legacy] [filter] [cluster] [cluster-phases] [resident] [resident-sweep] [resident-shared] [ab] [det]   (default: the first five)
 set -uo pipefail
@@ -200,32 +201,42 @@ f32:256x128256:1024:values:rotate:dist=logits|filter_f32_b512_u2_r11_s2 resident
       kernel_checks resident-shared i16_s '*F32*:*BF16*' ;;
     ab)
       # A kernel change timed against the build before it, in one run: for
-      # each line SHAPE|ID... of AB_SHAPES, the ids on the four inputs by
-      # $B/bin/topk-probe-old (the earlier build, its own cubins) and by this
-      # build's probe, alternating, twice; each verified exact first.
+      # each line SHAPE|ID... of AB_SHAPES, the ids on the four inputs by each
+      # line PROBE|ARGS of AB_RUNS (default: $B/bin/topk-probe-old, the
+      # earlier build, then this build's topk-probe; ARGS e.g. --define X),
+      # alternating, twice; each verified exact first, each run its cubins.
       AB_SHAPES=${AB_SHAPES:-"f32:1x524288:2048:ranges|resident_f32_b1024_g1024_i16_s16_c16 default
 f32:1x131072:2048:ranges|resident_f32_b1024_g1024_i16_c8 resident_f32_b512_g512_i16_c16
 f32:64x32768:2048:ranges|resident_f32_b1024_g1024_i16_c2
 f32:1x16384:1024|resident_f32_b512_g512_i8_c4"}
+      AB_RUNS=${AB_RUNS:-"topk-probe-old|
+topk-probe|"}
       for round in 1 2; do
         while IFS='|' read -r shape ids; do
           [[ -z ${shape// /} ]] && continue
           four_inputs "$shape"
           vs=()
           for f in $ids; do vs+=(--variant "$f"); done
-          for probe in topk-probe-old topk-probe; do
+          n=0
+          while IFS='|' read -r probe extra; do
+            [[ -z ${probe// /} ]] && continue
+            n=$((n + 1))
             [[ -x "$B/bin/$probe" ]] || { log "missing $B/bin/$probe"; continue; }
-            mkdir -p "$TOPK_TEST_TMP/cubins-$probe"
-            timeout 150 "$B/bin/$probe" "${ARGS[@]}" "${vs[@]}" --cubins "$TOPK_TEST_TMP/cubins-$probe" \
-              >>"$OUT/ab-$probe.log" 2>&1
-            echo "rc=$?" >>"$OUT/ab-$probe.log"
-          done
+            mkdir -p "$TOPK_TEST_TMP/cubins-ab$n"
+            # shellcheck disable=SC2086  # ARGS: words
+            timeout 150 "$B/bin/$probe" "${ARGS[@]}" "${vs[@]}" $extra --cubins "$TOPK_TEST_TMP/cubins-ab$n" \
+              >>"$OUT/ab-$n.log" 2>&1
+            echo "rc=$?" >>"$OUT/ab-$n.log"
+          done <<<"$AB_RUNS"
         done <<<"$AB_SHAPES"
       done
-      for probe in topk-probe-old topk-probe; do
-        log "--- $probe (us; the shapes in order, then again)"
-        grep -E "^\S|  \S+ +[0-9.]+ us|WRONG|compile|rror" "$OUT/ab-$probe.log" | grep -vE "^device|^rc=0" | head -100 >>"$SUMMARY"
-      done ;;
+      n=0
+      while IFS='|' read -r probe extra; do
+        [[ -z ${probe// /} ]] && continue
+        n=$((n + 1))
+        log "--- run $n: $probe $extra (us; the shapes in order, then again)"
+        grep -E "^\S|  \S+ +[0-9.]+ us|WRONG|compile|rror" "$OUT/ab-$n.log" | grep -vE "^device|^rc=0" | head -100 >>"$SUMMARY"
+      done <<<"$AB_RUNS" ;;
     det)
       # Deterministic mode: every family's deterministic cases (same index set
       # over 20 calls, lowest indices win), then its cost on DET_SHAPES: each
