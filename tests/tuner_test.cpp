@@ -290,6 +290,20 @@ TEST_F(TunerTest, RobustObjectivePrefersWhatDoesNotCollapse) {
   auto flat = Tune(opt_);
   ASSERT_TRUE(flat.ok());
   EXPECT_EQ(flat->winner_id, Best().Id());
+  // A mild collapse (1.4x): the old rule, max(normal, worst / 1.25), would
+  // take radix (1.12 b) over a flat family at 1.25 b; radix's worst input
+  // (1.4 b) is slower than the flat one's normal time, so the flat one wins.
+  eval_.radix_adversarial = 1.4;
+  const double b = normal->winner_us;
+  eval_.other_us = 1.25 * b;
+  auto mild = Tune(opt_);
+  ASSERT_TRUE(mild.ok());
+  EXPECT_EQ(mild->winner_id.rfind("filter_", 0), 0u) << mild->winner_id;
+  // A flat family slower (1.5 b) than radix's worst input: radix wins.
+  eval_.other_us = 1.5 * b;
+  auto slow_flat = Tune(opt_);
+  ASSERT_TRUE(slow_flat.ok());
+  EXPECT_EQ(slow_flat->winner_id, Best().Id());
   // A bad objective or input name is an error, not a silent default.
   opt_.objective = "fastest";
   EXPECT_EQ(Tune(opt_).status().code(), Code::kInvalidArgument);

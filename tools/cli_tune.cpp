@@ -507,8 +507,9 @@ Command AddTune(CLI::App& root) {
                 "Do not time the refinements of each family's best variant after the search (e.g. a radix "
                 "strategy switch flipped)");
   app->add_option("--objective", o->objective,
-                  "How the winner is chosen: robust (also timed on shifted, plateau and 16-valued inputs; the least "
-                  "max(time, worst adversarial time / 1.25)) or normal (the fastest on the benchmark input)")
+                  "How the winner is chosen: robust (also timed on shifted, plateau and 16-valued inputs; the "
+                  "fastest within 1.25x of its own time on all three, unless one that collapses is faster on its "
+                  "worst input) or normal (the fastest on the benchmark input)")
       ->check(CLI::IsMember({"robust", "normal"}))
       ->capture_default_str();
   app->add_option("--family", o->families,

@@ -496,15 +496,26 @@ StatusOr<ShapeSummary> Tuner::TuneShape(const Problem& p, int index, int count,
       }
     timed.push_back(t);
   }
-  // "normal": the fastest; "robust": the least max(normal, worst / collapse),
-  // ties to the faster on normal data.
-  auto score = [&](const Timed& t) {
-    return opt_.objective == "robust" ? std::max(t.normal, t.worst / std::max(opt_.collapse, 1.0)) : t.normal;
+  // "normal": the fastest. "robust": the fastest of those within `collapse`
+  // x of their own normal time on every adversarial input (flat), unless
+  // the best of the others by max(normal, worst / collapse) is faster on
+  // its worst input than that one on normal data; with none flat, the best
+  // of the others. Ties to the faster on normal data.
+  const double collapse = std::max(opt_.collapse, 1.0);
+  const bool robust = opt_.objective == "robust";
+  auto flat = [&](const Timed& t) { return robust && t.worst <= collapse * t.normal; };
+  auto score = [&](const Timed& t) { return robust ? std::max(t.normal, t.worst / collapse) : t.normal; };
+  auto better = [&](const Timed& t, const Timed* b) {
+    return !b || score(t) < score(*b) || (score(t) == score(*b) && t.normal < b->normal);
   };
-  const Timed* best_t = nullptr;
-  for (const Timed& t : timed)
-    if (!best_t || score(t) < score(*best_t) || (score(t) == score(*best_t) && t.normal < best_t->normal))
-      best_t = &t;
+  const Timed* best_flat = nullptr;
+  const Timed* best_other = nullptr;
+  for (const Timed& t : timed) {
+    const Timed*& b = flat(t) ? best_flat : best_other;
+    if (better(t, b)) b = &t;
+  }
+  const Timed* best_t = best_other;
+  if (best_flat && (!best_other || best_other->worst >= best_flat->normal)) best_t = best_flat;
   if (best_t && !std::isinf(score(*best_t))) {
     w.median_us = best_t->normal;
     w.variant_id = best_t->m->variant_id;

@@ -38,10 +38,11 @@ struct TuneOptions {
   std::string workdir;   // where cubin files for the worker go
   // How the winner is chosen among the re-timed candidates (the best few
   // and the best of each family): "normal" is the fastest on `dist`;
-  // "robust" also times them on `robust_dists` and takes the least
-  // max(time on dist, worst time on robust_dists / collapse), so a
-  // candidate that stays within `collapse` x of its own time wins over a
-  // faster one that collapses on shifted or few-valued inputs.
+  // "robust" also times them on `robust_dists`: the fastest of those that
+  // stay within `collapse` x of their own time on every one of them wins
+  // over a faster one that collapses, unless that one (the least
+  // max(time on dist, worst / collapse) of the others) is faster on its
+  // worst input than the flat one on `dist`; with none flat, that one.
   std::string objective = "robust";
   std::vector<std::string> robust_dists = {"shifted", "plateau", "distinct16"};
   double collapse = 1.25;
