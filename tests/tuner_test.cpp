@@ -496,6 +496,51 @@ TEST(SearchTest, LocalSearchFamilyStartIsTheMostCentralConfig) {
   }
 }
 
+// Where no config of a family lies one knob from another, the nearest ones
+// are the neighbours: the search steps from the best to them before any
+// random restart (which here would most likely draw the other family).
+TEST(SearchTest, LocalSearchStepsToTheNearestConfigsWhenNoneIsOneKnobAway) {
+  std::vector<gen::Config> space;
+  for (int x = 1; x <= 10; ++x) space.push_back(gen::Config{"a", DType::kF32, {{"x", x}, {"y", x}}});  // two knobs apart
+  for (int z = 0; z < 60; ++z) space.push_back(gen::Config{"b", DType::kF32, {{"z", z}}});
+  for (uint64_t seed : {1, 2, 3, 4, 5, 6}) {
+    auto s = MakeLocalSearch(space, 0, seed, 0);
+    ASSERT_EQ(s->Next(), 0);
+    s->Report(0, 1.0);
+    const int b = s->Next();  // the other family's start
+    ASSERT_EQ(space[static_cast<size_t>(b)].family, "b");
+    s->Report(b, 5.0);
+    for (int n = 0; n < 2; ++n) {
+      const int i = s->Next();
+      ASSERT_GE(i, 0);
+      EXPECT_EQ(space[static_cast<size_t>(i)].family, "a") << "seed " << seed << ", step " << n;
+      s->Report(i, 2.0);
+    }
+  }
+}
+
+// A family of at most 8 configs is measured whole right after the family
+// starts, before any random start or local step.
+TEST(SearchTest, LocalSearchMeasuresSmallFamiliesWhole) {
+  std::vector<gen::Config> space;
+  for (int z = 0; z < 60; ++z) space.push_back(gen::Config{"b", DType::kF32, {{"z", z}}});
+  for (int x : {1, 2, 4}) space.push_back(gen::Config{"a", DType::kF32, {{"x", x}, {"y", 5 - x}, {"w", x % 2}}});
+  for (uint64_t seed : {1, 2, 3}) {
+    auto s = MakeLocalSearch(space, 0, seed);
+    ASSERT_EQ(s->Next(), 0);
+    s->Report(0, 1.0);  // the best: local steps would stay in family b
+    std::set<int> a;
+    for (int n = 0; n < 3; ++n) {
+      const int i = s->Next();
+      ASSERT_GE(i, 0);
+      EXPECT_EQ(space[static_cast<size_t>(i)].family, "a") << "seed " << seed << ", step " << n;
+      a.insert(i);
+      s->Report(i, 2.0);
+    }
+    EXPECT_EQ(a.size(), 3u);
+  }
+}
+
 TEST(SearchTest, KnobDistanceCountsDifferingKnobs) {
   gen::Config a = gen::DefaultConfig(Shape(), gen::Arch::Sm90());
   gen::Config b = a;

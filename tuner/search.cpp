@@ -77,12 +77,30 @@ std::vector<int> FamilyStarts(const std::vector<gen::Config>& space, int start) 
 
 class LocalSearch final : public Strategy {
  public:
+  static constexpr size_t kWholeFamily = 8;  // families of at most this many configs are measured whole
+
   LocalSearch(const std::vector<gen::Config>& space, int start, uint64_t seed, int random_starts)
       : rng_(seed), cost_(space.size(), std::numeric_limits<double>::quiet_NaN()), proposed_(space.size(), false) {
+    // A config's neighbours: the configs of its family nearest to it, one
+    // knob away where the space has them. Some spaces have none at one knob:
+    // at 1 x 131072 the resident family's three configs (1024 threads in 8
+    // CTAs, 512 in 16, 1024 with 8 keys in 16) each differ from the others
+    // in two or three knobs, so a step of one knob reached none of them and
+    // only a random restart could.
     neighbours_.resize(space.size());
-    for (size_t i = 0; i < space.size(); ++i)
-      for (size_t j = 0; j < space.size(); ++j)
-        if (i != j && KnobDistance(space[i], space[j]) == 1) neighbours_[i].push_back(static_cast<int>(j));
+    for (size_t i = 0; i < space.size(); ++i) {
+      int nearest = std::numeric_limits<int>::max();
+      for (size_t j = 0; j < space.size(); ++j) {
+        if (i == j || space[i].family != space[j].family) continue;
+        const int d = KnobDistance(space[i], space[j]);
+        if (d == 0) continue;
+        if (d < nearest) {
+          nearest = d;
+          neighbours_[i].clear();
+        }
+        if (d == nearest) neighbours_[i].push_back(static_cast<int>(j));
+      }
+    }
     if (start >= 0 && static_cast<size_t>(start) < space.size()) starts_.push_back(start);
     // Neighbours never cross families (KnobDistance), so a family without a
     // start is reached only by a random one, which a small budget may never
@@ -91,6 +109,17 @@ class LocalSearch final : public Strategy {
     // the family that does not collapse. So one start of every other family
     // comes before the random ones.
     for (int i : FamilyStarts(space, start)) starts_.push_back(i);
+    // Then the rest of every family small enough to measure whole: such a
+    // space is curated (the resident family's one to five configs a shape)
+    // and its configs often lie several knobs apart, so a family whose start
+    // is not the best overall would otherwise keep its other configs
+    // unmeasured, while the robust objective picks among every family's best.
+    std::map<std::string, std::vector<int>> members;
+    for (size_t i = 0; i < space.size(); ++i) members[space[i].family].push_back(static_cast<int>(i));
+    for (size_t i = 0; i < space.size(); ++i)
+      if (members[space[i].family].size() <= kWholeFamily &&
+          std::find(starts_.begin(), starts_.end(), static_cast<int>(i)) == starts_.end())
+        starts_.push_back(static_cast<int>(i));
     const size_t fixed = starts_.size();
     std::vector<int> all(space.size());
     for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);

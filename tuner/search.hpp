@@ -29,8 +29,10 @@ std::unique_ptr<Strategy> MakeExhaustive(size_t n, int first);
 // Family starts, random starts, then local search: evaluate `start`, then
 // one candidate of every other family in the space (its most central config:
 // knob values nearest the middle of those the family takes in the space),
-// then `random_starts` random candidates, then repeatedly the unevaluated
-// neighbours (configs that differ in one knob) of the best so far,
+// then the other configs of every family with at most 8 in the space, then
+// `random_starts` random candidates, then repeatedly the unevaluated
+// neighbours of the best so far (the configs of its family that differ from
+// it in the fewest knobs: one, where the space has such configs),
 // restarting from a random unevaluated candidate at a local optimum. Ends
 // when everything was tried.
 std::unique_ptr<Strategy> MakeLocalSearch(const std::vector<gen::Config>& space, int start, uint64_t seed,
