@@ -16,7 +16,7 @@ constexpr int64_t kLongestRow = 16384;   // 1024 threads x 16 keys in registers
 constexpr int64_t kLongestCtaRow = 65536;  // one CTA's positions fit 16 bits
 constexpr int64_t kDefaultLongestRow = 8192;
 constexpr int kMaxRowsPerCta = 8;        // a named barrier and 3 KB of shared memory each
-constexpr int kGroupStaticBytes = 3104;  // resident::Group: 3 histograms and 8 words
+constexpr int kGroupStaticBytes = 3120;  // resident::Group: 3 histograms and 12 words
 
 const std::vector<ParamSpec>& Specs();
 

@@ -58,14 +58,17 @@ struct Policy {
 // 16-byte vectors, and a CTA's groups lie side by side.
 struct __align__(16) Group {
   u32 hist[3][256];
+  u32 kmin, kmax;  // the extremes of the keys in the bin found by pass 1 (this CTA's)
+  u32 cmin, cmax;  // and the cluster's
   u32 prefix;  // the searched key's digits found so far
   u32 need;    // keys equal to the prefix (at the current depth) still to take
   u32 in_bin;  // keys equal to the prefix at the current depth
+  u32 lonely;  // both bins beside that one are empty
   u32 above;   // output slots reserved for keys above the k-th
   u32 ties;    // and for keys equal to it
-  u32 pad[3];
+  u32 pad[2];
 };
-static_assert(sizeof(Group) % 16 == 0 && sizeof(Group) == 3104, "group layout (generator/resident.cpp has its size)");
+static_assert(sizeof(Group) % 16 == 0 && sizeof(Group) == 3120, "group layout (generator/resident.cpp has its size)");
 
 // The group's barrier: the CTA's when the group is the CTA, the warp's when
 // it is one warp, else named barrier `id` over GROUP threads.
@@ -115,13 +118,24 @@ __device__ __forceinline__ void group_sync(int id) {
 // cleared for the next pass was last read (by any CTA) before this CTA
 // passed the previous pass's first barrier.
 //
+// With ONE_VALUE (32-bit keys), when the bin pass 1 found holds at least
+// kHeavyBin keys and both bins beside it are empty (continuous values fill
+// those: a normal row's k-th bin holds a few dozen keys there, a shifted
+// row's thousands, but with neighbours), one more sweep over the registers
+// finds the bin's smallest and largest key (a warp reduction and one shared
+// atomic of each per warp, merged over the cluster by every CTA's first
+// warp, two barriers): if they are equal the search ends at bit 0. On a row
+// of few distinct values the k-th key's bin holds many copies of it at
+// every depth, so no bin is taken whole, and without this passes 2 and 3
+// run, each adding all of those keys to one bin.
+//
 // In a cluster of more than two CTAs (`part`: kParts x 256 words of this
 // CTA's shared memory, kParts = GROUP / 256) a third barrier splits the
 // sum: thread t first adds bin t % 256 over CTAs t / 256, + kParts, ...
 // (their remote loads in flight together) into part, and the first warp
 // then adds kParts local partial sums per bin instead of waiting on two
 // remote loads per CTA, one CTA after another.
-template <class P, int C, int BITS, class KeyOf, class Take>
+template <class P, int C, int BITS, bool ONE_VALUE, class KeyOf, class Take>
 __device__ __forceinline__ u32 find_rank(KeyOf keyof, Take take, Group* g, u32* part, int gid, int t, int* q,
                                          u32* prefix_io, u32* need_io, int* lo_out) {
   using CL = Cluster<C>;
@@ -130,6 +144,7 @@ __device__ __forceinline__ u32 find_rank(KeyOf keyof, Take take, Group* g, u32* 
   constexpr int kPerThread = kParts > 0 ? 16 / kParts : 0;  // CTAs a thread sums (clusters of at most 16)
   const u32 lane = lane_id(), csize = CL::size();
   const bool split = kParts > 0 && csize > 2;
+  constexpr u32 kHeavyBin = 256;
   u32 prefix = *prefix_io, need = *need_io, in_bin = 0;
   int lo = BITS;
 #pragma unroll
@@ -187,16 +202,34 @@ __device__ __forceinline__ u32 find_rank(KeyOf keyof, Take take, Group* g, u32* 
       u32 cum = incl - sum;
       if (cum < need && need <= incl) {  // exactly one lane: need <= the total
         bool found = false;
+        u32 bin = 0, cnt = 0, left = 0;
 #pragma unroll
         for (int e = 0; e < 8; ++e) {
           if (!found && cum + c[e] >= need) {
             found = true;
-            const u32 left = need - cum;
-            g->prefix = prefix | ((255u - 8u * lane - static_cast<u32>(e)) << lo);
-            g->need = left;
-            g->in_bin = c[e];
+            bin = 255u - 8u * lane - static_cast<u32>(e);
+            cnt = c[e];
+            left = need - cum;
           }
           if (!found) cum += c[e];
+        }
+        g->prefix = prefix | (bin << lo);
+        g->need = left;
+        g->in_bin = cnt;
+        if (ONE_VALUE && pass == 1) {
+          // A bin's count over the cluster (rarely needed: one lane, heavy bins).
+          auto count_at = [&](u32 b) -> u32 {
+            u32 n = 0;
+            if (C == 1) {
+              n = h[b];
+            } else if (kParts > 0 && split) {
+              for (int pp = 0; pp < (kParts > 0 ? kParts : 1); ++pp) n += part[pp * 256 + static_cast<int>(b)];
+            } else {
+              for (u32 r = 0; r < csize; ++r) n += CL::load(CL::map(h + b, r));
+            }
+            return n;
+          };
+          g->lonely = cnt >= kHeavyBin && (bin == 255u || count_at(bin + 1) == 0) && (bin == 0u || count_at(bin - 1) == 0);
         }
       }
     }
@@ -208,6 +241,41 @@ __device__ __forceinline__ u32 find_rank(KeyOf keyof, Take take, Group* g, u32* 
       *q += pass + 1;
       *prefix_io = prefix, *need_io = need, *lo_out = lo;
       return in_bin;
+    }
+    // A heavy bin with empty bins beside it: if all its keys are one value,
+    // that value is the k-th key.
+    if (ONE_VALUE && pass == 1 && pass + 1 < BITS / 8 && g->lonely) {
+      u32 mn = ~0u, mx = 0u;
+      auto extremes = [&](int j) {
+        const u32 kj = keyof(j);
+        if (take(j) && (kj >> lo) == (prefix >> lo)) mn = min(mn, kj), mx = max(mx, kj);
+      };
+#pragma unroll
+      for (int j = 0; j < I; ++j) extremes(j);
+      mn = __reduce_min_sync(kFullMask, mn);
+      mx = __reduce_max_sync(kFullMask, mx);
+      if (lane == 0) atomicMin(&g->kmin, mn), atomicMax(&g->kmax, mx);
+      if (C != 1) {
+        // Every CTA's first warp merges the cluster's extremes: lane r reads CTA r's.
+        CL::sync();
+        if (t < 32) {
+          mn = lane < csize ? CL::load(CL::map(&g->kmin, lane)) : ~0u;
+          mx = lane < csize ? CL::load(CL::map(&g->kmax, lane)) : 0u;
+          mn = __reduce_min_sync(kFullMask, mn);
+          mx = __reduce_max_sync(kFullMask, mx);
+          if (lane == 0) g->cmin = mn, g->cmax = mx;
+        }
+        group_sync<P>(gid);
+        mn = g->cmin, mx = g->cmax;
+      } else {
+        group_sync<P>(gid);
+        mn = g->kmin, mx = g->kmax;
+      }
+      if (mn == mx) {
+        *q += pass + 1;
+        *prefix_io = mn, *need_io = need, *lo_out = 0;
+        return in_bin;
+      }
     }
   }
   *q += BITS / 8;
@@ -286,6 +354,7 @@ __device__ void select_row(const TopkArgs& a, int rowi, int gid, int t, Group* g
     g->ties = 0;
   }
   for (int b = t; b < P::kBins; b += G) g->hist[0][b] = 0;
+  if (t == 0) g->kmin = ~0u, g->kmax = 0u;
   group_sync<P>(gid);
 
   // The k-th key, and in deterministic mode, when more keys equal it than
@@ -293,7 +362,7 @@ __device__ void select_row(const TopkArgs& a, int rowi, int gid, int t, Group* g
   // (a second search over their positions, larger key for a lower index).
   int q = 0, lo = 0;
   const u32 in_bin =
-      find_rank<P, C, KB>(kv, [&](int j) { return t + j * G < len; }, g, part, gid, t, &q, &prefix, &need, &lo);
+      find_rank<P, C, KB, true>(kv, [&](int j) { return t + j * G < len; }, g, part, gid, t, &q, &prefix, &need, &lo);
   if (!kClustered) TOPK_RESIDENT_STOP(3);
   const bool pick = det && in_bin > need;  // then lo == 0
   constexpr int IB = kClustered ? 24 : 16;  // position bits: rows up to 2^24 (cluster) or 2^16
@@ -303,7 +372,7 @@ __device__ void select_row(const TopkArgs& a, int rowi, int gid, int t, Group* g
   int ilo = 0;
   if (pick) {
     u32 ineed = need;
-    find_rank<P, C, IB>([&](int j) { return kPosTop - static_cast<u32>(s0 + t + j * G); },
+    find_rank<P, C, IB, false>([&](int j) { return kPosTop - static_cast<u32>(s0 + t + j * G); },
                         [&](int j) { return t + j * G < len && kv(j) == prefix; }, g, part, gid, t, &q, &iprefix,
                         &ineed, &ilo);
   }
