@@ -27,6 +27,10 @@ const std::vector<ParamSpec>& Specs() {
        {25, 50, 100}, false, 50},
       {"recovery", "v", "cluster mode: retries that move the guess along the sample before the key interval halves",
        {0, 2, 4}, false, 2},
+      {"guess", "g",
+       "one CTA per row: start from a threshold guessed from a strided sample of the row (1), or let every key enter "
+       "until the first cut (0); 2 guesses the sample's largest key, too high on purpose (tests)",
+       {0, 1, 2}, false, 0},
   };
   return specs;
 }
@@ -58,6 +62,11 @@ class Filter final : public Family {
       return Broken("capacity", "a step of " + std::to_string(c.tile()) + " elements exceeds the list's " +
                                     std::to_string(c.max_capacity()));
     TOPK_RETURN_IF_ERROR(ValidateCluster(c.cluster, arch));
+    if (c.guess < 0 || c.guess > 2) return Broken("guess", "guess must be 0, 1 or 2, got " + std::to_string(c.guess));
+    if (c.guess != 0 && c.cluster > 1)
+      return Broken("guess", "guess applies to one CTA per row (cluster mode always guesses from its merged sample), "
+                             "got cluster " +
+                                 std::to_string(c.cluster));
     if (c.cluster == 1) {
       // One CTA per row has no sample: the cluster-mode knobs stay at their
       // defaults, so that one launch has one id.
@@ -119,10 +128,13 @@ class Filter final : public Family {
     for (int b : Specs()[0].values)
       for (int u : Specs()[1].values)
         for (int r : Specs()[2].values)
-          for (int s : Specs()[3].values) {
-            Config c = FilterParams{p.dtype, b, u, r, s}.ToConfig();
-            if (Validate(c, arch).ok() && ValidateFor(c, arch, p).ok()) out.push_back(std::move(c));
-          }
+          for (int s : Specs()[3].values)
+            for (int g : {0, 1}) {  // 2 is for tests
+              FilterParams f{p.dtype, b, u, r, s};
+              f.guess = g;
+              Config c = f.ToConfig();
+              if (Validate(c, arch).ok() && ValidateFor(c, arch, p).ok()) out.push_back(std::move(c));
+            }
     // Cluster mode where a row is long and the rows are few: every CTA keeps
     // at least 2048 elements, and every cluster is resident at once (a CTA
     // takes an SM; a second wave doubled the time on the H100).
@@ -223,6 +235,7 @@ class Filter final : public Family {
       s.args.cache_cap = fits ? static_cast<int>(c.slice(p.n)) : 0;
       s.smem_bytes = base + (fits ? static_cast<int>(cache_bytes) : 0);
     }
+    if (c.cluster == 1) s.args.rounds = c.guess;  // filter_select.cuh: a guessed start
     s.args.smem_bytes = s.smem_bytes;
     return LaunchPlan{{s}};
   }
@@ -236,6 +249,7 @@ FilterParams FilterParams::Of(const Config& c) {
   f.sample = c.Get("sample");
   f.margin = c.Get("margin");
   f.recovery = c.Get("recovery");
+  f.guess = c.Get("guess");
   return f;
 }
 
@@ -245,7 +259,7 @@ Config FilterParams::ToConfig() const {
   c.dtype = dtype;
   c.params = {{"block_threads", block_threads}, {"unroll", unroll}, {"radix_bits", radix_bits}, {"slack", slack},
               {"cluster", cluster},            {"sample", sample}, {"margin", margin},
-              {"recovery", recovery}};
+              {"recovery", recovery},          {"guess", guess}};
   return c;
 }
 

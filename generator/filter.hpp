@@ -25,6 +25,9 @@ struct FilterParams {
   int sample = 4096;        // keys in the merged sample, split over the CTAs (cluster mode)
   int margin = 50;          // over-selection of the guess in percent of k (cluster mode)
   int recovery = 2;         // retries along the sample before the key interval halves (cluster mode, 0-4)
+  // One CTA per row: 1 starts from a threshold guessed from a strided sample
+  // of the row, 0 lets every key enter until the first cut. A launch argument.
+  int guess = 0;
 
   static FilterParams Of(const Config& c);
   Config ToConfig() const;

@@ -677,6 +677,28 @@ TEST(FilterFamilyTest, ConstraintsEnumerationAndPlan) {
   EXPECT_EQ(broken([](FilterParams& x) { x.unroll = 5; }), "constraint unroll");
   EXPECT_EQ(broken([](FilterParams& x) { x.slack = 0; }), "constraint slack");
   EXPECT_EQ(broken([](FilterParams& x) { x.block_threads = 32; }), "constraint block");
+  EXPECT_EQ(broken([](FilterParams& x) { x.guess = 3; }), "constraint guess");
+  EXPECT_EQ(broken([](FilterParams& x) { x.guess = -1; }), "constraint guess");
+  EXPECT_EQ(broken([](FilterParams& x) { x.guess = 1, x.cluster = 2; }), "constraint guess");
+  // The guessed start: its own id, the launch argument the kernel reads, the
+  // same binary; enumeration offers 0 and 1 (2 is the tests' miss).
+  FilterParams g = c;
+  g.guess = 1;
+  EXPECT_EQ(Config(g).Id(), "filter_f32_b512_u2_r11_s2_g1");
+  EXPECT_EQ(Config(g).KernelKey(), Config(c).KernelKey());
+  EXPECT_EQ(FilterParams::Of(Config(g)).guess, 1);
+  ASSERT_TRUE(Config::FromId("filter_f32_b512_u2_r11_s2_g1").ok());
+  EXPECT_EQ(*Config::FromId("filter_f32_b512_u2_r11_s2_g1"), Config(g));
+  EXPECT_EQ(PlanLaunch(g, Prob(DType::kF32, 64, 32768, 2048), arch).stages.at(0).args.rounds, 1);
+  EXPECT_EQ(PlanLaunch(c, Prob(DType::kF32, 64, 32768, 2048), arch).stages.at(0).args.rounds, 0);
+  {
+    SpaceOptions filter_only;
+    filter_only.families = {"filter"};
+    std::set<int> guesses;
+    for (const Config& x : Enumerate(Prob(DType::kF32, 128, 131072, 2048), arch, filter_only))
+      if (x.Get("cluster") == 1) guesses.insert(x.Get("guess"));
+    EXPECT_EQ(guesses, (std::set<int>{0, 1}));
+  }
   Arch small = arch;
   small.max_smem_optin = 48 * 1024;
   EXPECT_EQ(ValidateFor(FilterParams{DType::kF32, 1024, 2, 11, 2}, small, Prob(DType::kF32, 4, 65536, 2048)).where(),

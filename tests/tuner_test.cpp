@@ -447,6 +447,10 @@ TEST(SearchTest, LocalSearchProposesEachOnceAndMovesTowardsBetterNeighbours) {
 TEST(SearchTest, LocalSearchStartsWithOneConfigOfEveryFamily) {
   const gen::Arch arch = gen::Arch::Sm90();
   std::vector<gen::Config> space = gen::Enumerate(Shape(), arch);  // resident (clusters), radix and filter
+  // Without the filter family's guessed starts (guess 1), which double its
+  // one-CTA configs: the case is a large family beside small ones.
+  space.erase(std::remove_if(space.begin(), space.end(), [](const gen::Config& c) { return c.Get("guess") > 0; }),
+              space.end());
   Problem moe;
   moe.batch = 4096;
   moe.n = 256;

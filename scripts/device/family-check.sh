@@ -25,9 +25,14 @@
 #   9. (resident-shared) resident kernels with shared-memory keys beside the
 #      default on the four inputs (SHARED_SHAPES), then exact and sanitized;
 #  10. (ab) AB_SHAPES' variants by the earlier build's probe and this one's
-#      (or the probes and arguments of AB_RUNS).
+#      (or the probes and arguments of AB_RUNS);
+#  11. (one-cta) the one-CTA filter kernel's variants (ONECTA_SHAPES; by
+#      default each many-row target shape's with an open start and a guessed
+#      one, _g1) beside the default on the four inputs, then every filter
+#      kernel exact in every dtype (each with every launch-argument value) and
+#      the sanitizers on its subset.
 # Logs under $OUT; the summary is printed.
-#   scripts/device/family-check.sh [probe] [tests] [python] [legacy] [filter] [cluster] [cluster-phases] [resident] [resident-sweep] [resident-shared] [ab] [det]   (default: the first five)
+#   scripts/device/family-check.sh [probe] [tests] [python] [legacy] [filter] [cluster] [cluster-phases] [resident] [resident-sweep] [resident-shared] [ab] [det] [one-cta]   (default: the first five)
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 : >"$SUMMARY"
@@ -186,6 +191,13 @@ bf16:4096x1024:32|resident_bf16_b512_g128_i8 resident_bf16_b256_g256_i4 resident
       [[ -n ${NO_TESTS:-} ]] && continue
       TOPK_TEST_VARIANT=resident_ TAIL=5 run resident-deterministic 200 "$B/bin/gpu_kernels_test" --gtest_filter='*Deterministic*'
       kernel_checks resident resident_ '*F32*:*BF16*' ;;
+    one-cta)
+      cp -n "$B"/cubins/* "$TOPK_TEST_TMP/cubins/" 2>/dev/null
+      ONECTA_SHAPES=${ONECTA_SHAPES:-"f32:128x131072:2048:ranges|filter_f32_b1024_u2_r8_s2 filter_f32_b1024_u2_r8_s2_g1 filter_f32_b1024_u1_r8_s4_g1 filter_f32_b512_u2_r8_s2_g1
+bf16:128x201088:64:values:rotate:dist=logits|filter_bf16_b1024_u1_r8_s2 filter_bf16_b1024_u1_r8_s2_g1 filter_bf16_b1024_u1_r8_s1_g1 filter_bf16_b512_u2_r8_s2_g1
+f32:256x128256:1024:values:rotate:dist=logits|filter_f32_b1024_u2_r8_s2 filter_f32_b1024_u2_r8_s2_g1 filter_f32_b512_u2_r8_s2_g1 filter_f32_b256_u1_r8_s4_g1"}
+      probe_four one-cta "one-CTA filter variants against the default" default "$ONECTA_SHAPES"
+      [[ -n ${NO_TESTS:-} ]] || kernel_checks one-cta filter_ '*F32*' ;;
     resident-shared)
       # Resident kernels with keys in shared memory past the registers: timed
       # beside the default and the register-only resident winners on the four

@@ -10,6 +10,16 @@
 // Exact always: the list holds every element seen with a key above the
 // threshold and, since the last cut, exactly k at or above it; ties at the
 // k-th key are cut by arrival, which any valid top-k allows.
+//
+// With the `guess` knob (TopkArgs::rounds = 1, or 2 for the tests' guess
+// that is too high on purpose; one CTA per row has no other use for it)
+// the stream does not start open: one 16-byte vector per thread, evenly
+// spaced over the row, is a sample of S keys whose rank k S / L (plus 4.5
+// standard deviations and three) gives a starting threshold a little below
+// the k-th key, so the list fills with about that many times L / S keys
+// and the large first cuts of an open start are skipped. Should fewer than
+// k keys pass the guess (a rare sample), the row is read again from an
+// open start: exact either way.
 #pragma once
 #include "topk/args.h"
 #include "topk/block_scan.cuh"
@@ -46,9 +56,8 @@ struct Policy {
 __host__ __device__ constexpr int smem_bytes(int hist_bytes, int capacity) { return hist_bytes + capacity * 8; }
 
 struct Control {
-  int count;       // candidates in the list
-  u32 threshold;   // keys above it enter the list (once `open` is 0)
-  int open;        // 1 until the first cut: every key enters
+  int added[3];    // candidates appended by step s, in added[s % 3] (RowFilter::make_room)
+  u32 threshold;   // keys above it enter the list (after the first cut; before it every key enters)
   int taken;       // ties taken by the current cut
   int placed;      // keys above the k-th placed by the current cut
   ThresholdResult res;
@@ -110,11 +119,14 @@ struct RowFilter {
   int* idx;
   int capacity;
   u32 flip;
+  // The same in every thread: the list's length before this step's appends,
+  // and the step (its appends count in ctl->added[step % 3]).
+  int count;
+  int step;
 
-  // Cuts the list (ctl->count > k entries) to exactly its k largest keys and
+  // Cuts the list (count > k entries) to exactly its k largest keys and
   // sets the threshold to the k-th key. Every thread calls it.
   __device__ void cut(int k) {
-    const int count = ctl->count;
     // The list moves through registers: every read happens before any write.
     u32 key[P::kMaxItems];
     int id[P::kMaxItems];
@@ -151,15 +163,14 @@ struct RowFilter {
     }
     __syncthreads();
     if (threadIdx.x == 0) {
-      ctl->count = k;
       ctl->threshold = prefix;
-      ctl->open = 0;
     }
+    count = k;
     __syncthreads();
   }
 
   // Appends the keys of `n` elements held by this thread (key[e], column
-  // col[e]) that pass the threshold; one atomic per warp.
+  // col[e]) that pass the threshold; one atomic per warp that has any.
   template <int N>
   __device__ __forceinline__ void append(const u32 (&key)[N], const int (&col)[N], const bool (&valid)[N],
                                          u32 threshold, bool open) {
@@ -170,12 +181,14 @@ struct RowFilter {
       pass[e] = valid[e] && (open || key[e] > threshold);
       mine += pass[e] ? 1u : 0u;
     }
+    // Once the threshold has risen most warps' steps hold no survivor.
+    if (__ballot_sync(kFullMask, mine != 0) == 0) return;
     const u32 incl = warp_inclusive_prefix(mine);
     const u32 total = __shfl_sync(kFullMask, incl, 31);
     int base = 0;
-    if (lane_id() == 31 && total > 0) base = atomicAdd(&ctl->count, static_cast<int>(total));
+    if (lane_id() == 31 && total > 0) base = atomicAdd(&ctl->added[step % 3], static_cast<int>(total));
     base = __shfl_sync(kFullMask, base, 31);
-    int pos = base + static_cast<int>(incl - mine);
+    int pos = count + base + static_cast<int>(incl - mine);
 #pragma unroll
     for (int e = 0; e < N; ++e)
       if (pass[e]) {
@@ -187,14 +200,24 @@ struct RowFilter {
 
   // Before a step that may append `incoming` elements: cut the list when
   // they might not fit. Returns the threshold state for the step.
-  // Two barriers: every thread must read the count before any thread of
-  // this step appends, or threads could disagree about cutting.
+  //
+  // One barrier a step: step s appends into counter added[s % 3], so after
+  // the barrier every thread adds the last step's counter to its count
+  // while this step's appends go elsewhere, and thread 0 clears the
+  // counter of step s + 1, which every thread last read before this
+  // barrier. (Two barriers a step, one to read the shared count and one
+  // before appending to it, measured 5-10% slower on the 1024-thread
+  // kernels.)
   __device__ __forceinline__ void make_room(int k, int incoming, u32* threshold, bool* open) {
     __syncthreads();  // the last step's appends are in
-    if (ctl->count + incoming > capacity) cut(k);  // ends with a barrier
-    else __syncthreads();
-    *threshold = ctl->threshold;
-    *open = ctl->open != 0;
+    ++step;
+    count += ctl->added[(step + 2) % 3];
+    if (threadIdx.x == 0) ctl->added[(step + 1) % 3] = 0;
+    if (count + incoming > capacity) {
+      cut(k);  // ends with a barrier after the new threshold is written
+      *threshold = ctl->threshold;
+      *open = false;
+    }
   }
 
   // This thread's 16-byte loads of the step starting at vector v0.
@@ -210,6 +233,12 @@ struct RowFilter {
   __device__ __forceinline__ void filter_step(const uint4 (&q)[P::kUnroll], int v0, int nvec, int col0, int k,
                                               u32* threshold, bool* open) {
     make_room(k, P::kTile, threshold, open);
+    append_step(q, v0, nvec, col0, *threshold, *open);
+  }
+
+  // The survivors of one step (its vectors v0 + u * T + thread) appended.
+  __device__ __forceinline__ void append_step(const uint4 (&q)[P::kUnroll], int v0, int nvec, int col0,
+                                              u32 threshold, bool open) {
     u32 key[P::kUnroll * V];
     int col[P::kUnroll * V];
     bool valid[P::kUnroll * V];
@@ -225,7 +254,74 @@ struct RowFilter {
         valid[u * V + e] = v < nvec;
       }
     }
-    append(key, col, valid, *threshold, *open);
+    append(key, col, valid, threshold, open);
+  }
+
+  // The row once through the list: the head and tail (fewer than 2 V
+  // elements), then the vector body in steps; threshold and open are the
+  // starting state.
+  __device__ __forceinline__ void stream(const Raw* row, RowRange range, int head, int nvec, int body_end,
+                                         const uint4* body, int k, u32 threshold, bool open) {
+    {
+      // Head and tail together: fewer than 2 V elements, one per thread.
+      const int extra = head + (range.end - body_end);
+      make_room(k, extra, &threshold, &open);
+      const int t = threadIdx.x;
+      u32 key[1] = {0};
+      int col[1] = {0};
+      bool valid[1] = {t < extra};
+      if (valid[0]) {
+        col[0] = t < head ? range.start + t : body_end + (t - head);
+        key[0] = K::key_flip(static_cast<u32>(row[col[0]]), flip);
+      }
+      append(key, col, valid, threshold, open);
+    }
+    const int col0 = range.start + head;
+    // Two steps in flight: the next step's loads are issued before this
+    // step waits at its barrier and appends (one row per SM needs about
+    // 32 KB in flight to approach its share of HBM bandwidth).
+    constexpr int kStepVecs = T * P::kUnroll;
+    uint4 qa[P::kUnroll], qb[P::kUnroll];
+    load_step(body, 0, nvec, qa);
+    for (int v0 = 0; v0 < nvec; v0 += 2 * kStepVecs) {
+      const int v1 = v0 + kStepVecs;
+      if (v1 < nvec) load_step(body, v1, nvec, qb);
+      filter_step(qa, v0, nvec, col0, k, &threshold, &open);
+      if (v1 >= nvec) break;
+      if (v1 + kStepVecs < nvec) load_step(body, v1 + kStepVecs, nvec, qa);
+      filter_step(qb, v1, nvec, col0, k, &threshold, &open);
+    }
+  }
+
+  // The sample's guess of a starting threshold: one 16-byte vector per
+  // thread, at vector t nvec / T of the body (S = T V keys from T sectors),
+  // and the key of sample rank r0 + 4.5 sqrt(r0) + 3 with r0 = k S / L (its
+  // bin's lowest key after two digit passes, never above it), when that rank
+  // is under a quarter of the sample. The k-th key's sample rank is about
+  // Poisson(r0): the guess lets fewer than k keys through about once in 10^5
+  // rows or less. (One key per thread at rank r0 + 3 sqrt(r0) + 2 missed in
+  // one row of 128-256 on the H200, and the launch waited for that row's
+  // second read; four scattered keys per thread cost a sector each, 25% more
+  // traffic on fp32 rows.) Every thread calls it.
+  __device__ __forceinline__ void guess(const uint4* body, int nvec, int L, int k, int mode, u32* threshold,
+                                        bool* open) {
+    constexpr int S = T * V;
+    if (nvec < T) return;
+    const float r0 = static_cast<float>(k) * S / static_cast<float>(L);
+    // guess 2 (tests): the sample's largest key, too high wherever k > L / S.
+    const int rank = mode == 2 ? 1 : static_cast<int>(ceilf(r0 + 4.5f * sqrtf(r0) + 3.0f));
+    if (rank >= S / 4) return;
+    const uint4 q = body[static_cast<long long>(threadIdx.x) * nvec / T];
+    const u32 w[4] = {q.x, q.y, q.z, q.w};
+    u32 key[V];
+#pragma unroll
+    for (int e = 0; e < V; ++e) key[e] = K::key_flip(unpack_raw<KB>(w, e), flip);
+    u32 need;
+    const u32 g = select_rank<P, V>(key, S, static_cast<u32>(rank), hist, &ctl->res, ctl->scratch, &need,
+                                    P::kPasses < 2 ? P::kPasses : 2);
+    if (g == 0) return;  // every key is at or above it: nothing to skip
+    *threshold = g - 1;
+    *open = false;
   }
 
   __device__ void run(const TopkArgs& a, unsigned char* smem, Control* control) {
@@ -256,52 +352,79 @@ struct RowFilter {
     hist = reinterpret_cast<u32*>(smem);
     keys = hist + NB;
     idx = reinterpret_cast<int*>(keys + capacity);
-    if (threadIdx.x == 0) {
-      ctl->count = 0;
-      ctl->threshold = 0;
-      ctl->open = 1;
-    }
-
     // Scalar head up to 16-byte alignment, vector body, scalar tail.
     const unsigned long long addr = reinterpret_cast<unsigned long long>(row + range.start);
     int head = static_cast<int>(((16u - (addr & 15u)) & 15u) / sizeof(Raw));
     if (head > L) head = L;
     const int nvec = (L - head) / V;
     const int body_end = range.start + head + nvec * V;
+    const uint4* body = reinterpret_cast<const uint4*>(row + range.start + head);
+    count = 0;
+    step = 0;  // the head and tail are step 1
+    if (threadIdx.x == 0) {
+      ctl->added[0] = ctl->added[1] = ctl->added[2] = 0;
+      ctl->threshold = 0;
+    }
+    // The starting threshold: every key enters until the first cut, or the
+    // sample's guess.
     u32 threshold = 0;
     bool open = true;
-    {
-      // Head and tail together: fewer than 2 V elements, one per thread.
-      const int extra = head + (range.end - body_end);
-      make_room(k, extra, &threshold, &open);
-      const int t = threadIdx.x;
-      u32 key[1] = {0};
-      int col[1] = {0};
-      bool valid[1] = {t < extra};
-      if (valid[0]) {
-        col[0] = t < head ? range.start + t : body_end + (t - head);
-        key[0] = K::key_flip(static_cast<u32>(row[col[0]]), flip);
-      }
-      append(key, col, valid, threshold, open);
-    }
-    // Two steps in flight: the next step's loads are issued before this
-    // step waits at its barriers and appends (one row per SM needs about
-    // 32 KB in flight to approach its share of HBM bandwidth).
-    const uint4* body = reinterpret_cast<const uint4*>(row + range.start + head);
-    constexpr int kStepVecs = T * P::kUnroll;
-    const int col0 = range.start + head;
-    uint4 qa[P::kUnroll], qb[P::kUnroll];
-    load_step(body, 0, nvec, qa);
-    for (int v0 = 0; v0 < nvec; v0 += 2 * kStepVecs) {
-      const int v1 = v0 + kStepVecs;
-      if (v1 < nvec) load_step(body, v1, nvec, qb);
-      filter_step(qa, v0, nvec, col0, k, &threshold, &open);
-      if (v1 >= nvec) break;
-      if (v1 + kStepVecs < nvec) load_step(body, v1 + kStepVecs, nvec, qa);
-      filter_step(qb, v1, nvec, col0, k, &threshold, &open);
-    }
+    if (a.rounds != 0) guess(body, nvec, L, k, a.rounds, &threshold, &open);
+    const bool guessed = !open;
+#ifdef TOPK_FILTER_GUESS_DEBUG
+    const u32 guessed_at = threshold;
+#endif
+    stream(row, range, head, nvec, body_end, body, k, threshold, open);
     __syncthreads();
-    if (ctl->count > k) cut(k);
+    count += ctl->added[step % 3];
+#ifdef TOPK_FILTER_GUESS_DEBUG
+    // Development aid (topk-probe --define TOPK_FILTER_GUESS_DEBUG): a guess
+    // that let fewer than k keys through.
+    if (threadIdx.x == 0 && guessed && count < k)
+      printf("filter guess: row %d L %d guessed %d threshold %08x count %d k %d\n", rowi, L, guessed ? 1 : 0,
+             guessed_at, count, k);
+#endif
+    if (guessed && count < k) {
+      // The guess was above the k-th key (a rare sample): again from an
+      // open start, one element per thread a step over the head and tail and
+      // one 16-byte vector per thread a step over the body (a second copy of
+      // the two-step vector stream cost the kernels registers and spills).
+      __syncthreads();  // every thread has read the counters
+      if (threadIdx.x == 0) ctl->added[0] = ctl->added[1] = ctl->added[2] = 0;
+      count = 0;
+      step = 0;
+      threshold = 0;
+      open = true;
+      {
+        const int extra = head + (range.end - body_end);
+        make_room(k, extra, &threshold, &open);
+        const int t = threadIdx.x;
+        const bool valid[1] = {t < extra};
+        const int col[1] = {t < head ? range.start + t : body_end + (t - head)};
+        const u32 key[1] = {valid[0] ? K::key_flip(static_cast<u32>(row[col[0]]), flip) : 0u};
+        append(key, col, valid, threshold, open);
+      }
+#pragma unroll 1
+      for (int v0 = 0; v0 < nvec; v0 += T) {
+        make_room(k, T * V, &threshold, &open);
+        const int v = v0 + static_cast<int>(threadIdx.x);
+        const uint4 q = v < nvec ? body[v] : make_uint4(0u, 0u, 0u, 0u);
+        const u32 w[4] = {q.x, q.y, q.z, q.w};
+        u32 key[V];
+        int col[V];
+        bool valid[V];
+#pragma unroll
+        for (int e = 0; e < V; ++e) {
+          key[e] = K::key_flip(unpack_raw<KB>(w, e), flip);
+          col[e] = range.start + head + v * V + e;
+          valid[e] = v < nvec;
+        }
+        append(key, col, valid, threshold, open);
+      }
+      __syncthreads();
+      count += ctl->added[step % 3];
+    }
+    if (count > k) cut(k);
     // The list is the row's top k.
     for (int j = threadIdx.x; j < k; j += T) {
       const int c = idx[j];
