@@ -28,8 +28,8 @@ const std::vector<ParamSpec>& Specs() {
       {"recovery", "v", "cluster mode: retries that move the guess along the sample before the key interval halves",
        {0, 2, 4}, false, 2},
       {"guess", "g",
-       "one CTA per row: start from a threshold guessed from a strided sample of the row (1), or let every key enter "
-       "until the first cut (0); 2 guesses the sample's largest key, too high on purpose (tests)",
+       "one CTA per row: start from a threshold guessed from a sample of evenly spaced 16-byte vectors of the row (1), "
+       "or let every key enter until the first cut (0); 2 guesses the sample's largest key, too high on purpose (tests)",
        {0, 1, 2}, false, 0},
   };
   return specs;

@@ -25,8 +25,10 @@ struct FilterParams {
   int sample = 4096;        // keys in the merged sample, split over the CTAs (cluster mode)
   int margin = 50;          // over-selection of the guess in percent of k (cluster mode)
   int recovery = 2;         // retries along the sample before the key interval halves (cluster mode, 0-4)
-  // One CTA per row: 1 starts from a threshold guessed from a strided sample
-  // of the row, 0 lets every key enter until the first cut. A launch argument.
+  // One CTA per row: 1 starts from a threshold guessed from a sample of the
+  // row (one 16-byte vector per thread, evenly spaced), 0 lets every key
+  // enter until the first cut, 2 guesses too high on purpose (tests). A
+  // launch argument (TopkArgs::rounds).
   int guess = 0;
 
   static FilterParams Of(const Config& c);

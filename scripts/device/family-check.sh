@@ -193,9 +193,9 @@ bf16:4096x1024:32|resident_bf16_b512_g128_i8 resident_bf16_b256_g256_i4 resident
       kernel_checks resident resident_ '*F32*:*BF16*' ;;
     one-cta)
       cp -n "$B"/cubins/* "$TOPK_TEST_TMP/cubins/" 2>/dev/null
-      ONECTA_SHAPES=${ONECTA_SHAPES:-"f32:128x131072:2048:ranges|filter_f32_b1024_u2_r8_s2 filter_f32_b1024_u2_r8_s2_g1 filter_f32_b1024_u1_r8_s4_g1 filter_f32_b512_u2_r8_s2_g1
-bf16:128x201088:64:values:rotate:dist=logits|filter_bf16_b1024_u1_r8_s2 filter_bf16_b1024_u1_r8_s2_g1 filter_bf16_b1024_u1_r8_s1_g1 filter_bf16_b512_u2_r8_s2_g1
-f32:256x128256:1024:values:rotate:dist=logits|filter_f32_b1024_u2_r8_s2 filter_f32_b1024_u2_r8_s2_g1 filter_f32_b512_u2_r8_s2_g1 filter_f32_b256_u1_r8_s4_g1"}
+      ONECTA_SHAPES=${ONECTA_SHAPES:-"f32:128x131072:2048:ranges|filter_f32_b1024_u2_r8_s2 filter_f32_b1024_u2_r8_s2_g1 filter_f32_b1024_u2_r11_s2_g1 filter_f32_b512_u2_r8_s2_g1 filter_f32_b512_u2_r11_s2_g1
+bf16:128x201088:64:values:rotate:dist=logits|filter_bf16_b1024_u1_r8_s2 filter_bf16_b1024_u1_r8_s2_g1 filter_bf16_b1024_u1_r11_s2_g1 filter_bf16_b512_u1_r8_s4_g1
+f32:256x128256:1024:values:rotate:dist=logits|filter_f32_b1024_u2_r8_s2 filter_f32_b1024_u2_r8_s2_g1 filter_f32_b1024_u2_r11_s2_g1 filter_f32_b512_u2_r8_s2_g1"}
       probe_four one-cta "one-CTA filter variants against the default" default "$ONECTA_SHAPES"
       [[ -n ${NO_TESTS:-} ]] || kernel_checks one-cta filter_ '*F32*' ;;
     resident-shared)
