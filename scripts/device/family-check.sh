@@ -218,14 +218,15 @@ f32:256x128256:1024:values:rotate:dist=logits|filter_f32_b512_u2_r11_s2 resident
       # each line SHAPE|ID... of AB_SHAPES, the ids on the four inputs by each
       # line PROBE|ARGS of AB_RUNS (default: $B/bin/topk-probe-old, the
       # earlier build, then this build's topk-probe; ARGS e.g. --define X),
-      # alternating, twice; each verified exact first, each run its cubins.
+      # alternating, AB_ROUNDS times (2); each verified exact first, each run
+      # its cubins.
       AB_SHAPES=${AB_SHAPES:-"f32:1x524288:2048:ranges|resident_f32_b1024_g1024_i16_s16_c16 default
 f32:1x131072:2048:ranges|resident_f32_b1024_g1024_i16_c8 resident_f32_b512_g512_i16_c16
 f32:64x32768:2048:ranges|resident_f32_b1024_g1024_i16_c2
 f32:1x16384:1024|resident_f32_b512_g512_i8_c4"}
       AB_RUNS=${AB_RUNS:-"topk-probe-old|
 topk-probe|"}
-      for round in 1 2; do
+      for round in $(seq "${AB_ROUNDS:-2}"); do
         while IFS='|' read -r shape ids; do
           [[ -z ${shape// /} ]] && continue
           four_inputs "$shape"

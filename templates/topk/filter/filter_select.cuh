@@ -17,9 +17,13 @@
 // spaced over the row, is a sample of S keys whose rank k S / L (plus 4.5
 // standard deviations and three) gives a starting threshold a little below
 // the k-th key, so the list fills with about that many times L / S keys
-// and the large first cuts of an open start are skipped. Should fewer than
-// k keys pass the guess (a rare sample), the row is read again from an
-// open start: exact either way.
+// and the large first cuts of an open start are skipped. A guessed start
+// streams the row without a barrier or a cut: the threshold stays, every
+// warp appends its survivors through one shared counter, and a last select
+// leaves the top k. Should fewer than k keys pass the guess (a rare sample),
+// the row is read again from an open start; should more pass than the list
+// holds (rows of few distinct values, or a list of few threads), again from
+// the k-th key of those it kept: exact either way.
 #pragma once
 #include "topk/args.h"
 #include "topk/block_scan.cuh"
@@ -145,15 +149,28 @@ struct RowFilter {
     }
     __syncthreads();
     const int above = k - static_cast<int>(need);
+    // Positions by warp: one atomic per warp and kind (many keys equal to
+    // the k-th, as on rows of few values, serialized one atomic each).
+    const u32 below_lane = (1u << lane_id()) - 1u;
 #pragma unroll
     for (int j = 0; j < P::kMaxItems; ++j) {
       const int i = static_cast<int>(threadIdx.x) + j * T;
-      if (i >= count) continue;
+      const bool up = i < count && key[j] > prefix;
+      const bool tie = i < count && key[j] == prefix;
+      const u32 ups = __ballot_sync(kFullMask, up), ties = __ballot_sync(kFullMask, tie);
+      if ((ups | ties) == 0) continue;
+      int up0 = 0, tie0 = 0;
+      if (lane_id() == 0) {
+        if (ups) up0 = atomicAdd(&ctl->placed, __popc(ups));
+        if (ties) tie0 = atomicAdd(&ctl->taken, __popc(ties));
+      }
+      up0 = __shfl_sync(kFullMask, up0, 0);
+      tie0 = __shfl_sync(kFullMask, tie0, 0);
       int pos = -1;
-      if (key[j] > prefix) {
-        pos = atomicAdd(&ctl->placed, 1);
-      } else if (key[j] == prefix) {
-        const int t = atomicAdd(&ctl->taken, 1);
+      if (up) {
+        pos = up0 + __popc(ups & below_lane);
+      } else if (tie) {
+        const int t = tie0 + __popc(ties & below_lane);
         if (t < static_cast<int>(need)) pos = above + t;
       }
       if (pos >= 0) {
@@ -189,11 +206,15 @@ struct RowFilter {
     if (lane_id() == 31 && total > 0) base = atomicAdd(&ctl->added[step % 3], static_cast<int>(total));
     base = __shfl_sync(kFullMask, base, 31);
     int pos = count + base + static_cast<int>(incl - mine);
+    // Past the capacity only in a stream without barriers (stream<true>),
+    // whose caller sees the count and recovers.
 #pragma unroll
     for (int e = 0; e < N; ++e)
       if (pass[e]) {
-        keys[pos] = key[e];
-        idx[pos] = col[e];
+        if (pos < capacity) {
+          keys[pos] = key[e];
+          idx[pos] = col[e];
+        }
         ++pos;
       }
   }
@@ -229,10 +250,12 @@ struct RowFilter {
     }
   }
 
-  // One step of the row: room in the list, then the survivors appended.
+  // One step of the row: room in the list (unless kFree), then the
+  // survivors appended.
+  template <bool kFree>
   __device__ __forceinline__ void filter_step(const uint4 (&q)[P::kUnroll], int v0, int nvec, int col0, int k,
                                               u32* threshold, bool* open) {
-    make_room(k, P::kTile, threshold, open);
+    if (!kFree) make_room(k, P::kTile, threshold, open);
     append_step(q, v0, nvec, col0, *threshold, *open);
   }
 
@@ -259,13 +282,17 @@ struct RowFilter {
 
   // The row once through the list: the head and tail (fewer than 2 V
   // elements), then the vector body in steps; threshold and open are the
-  // starting state.
+  // starting state. kFree: no barrier and no cut, the threshold stays where
+  // it starts and every survivor counts in ctl->added[step % 3], those past
+  // the capacity unstored (the caller recovers); for a guessed start, whose
+  // survivors fit the list but for a rare sample.
+  template <bool kFree>
   __device__ __forceinline__ void stream(const Raw* row, RowRange range, int head, int nvec, int body_end,
                                          const uint4* body, int k, u32 threshold, bool open) {
     {
       // Head and tail together: fewer than 2 V elements, one per thread.
       const int extra = head + (range.end - body_end);
-      make_room(k, extra, &threshold, &open);
+      if (!kFree) make_room(k, extra, &threshold, &open);
       const int t = threadIdx.x;
       u32 key[1] = {0};
       int col[1] = {0};
@@ -286,20 +313,20 @@ struct RowFilter {
     for (int v0 = 0; v0 < nvec; v0 += 2 * kStepVecs) {
       const int v1 = v0 + kStepVecs;
       if (v1 < nvec) load_step(body, v1, nvec, qb);
-      filter_step(qa, v0, nvec, col0, k, &threshold, &open);
+      filter_step<kFree>(qa, v0, nvec, col0, k, &threshold, &open);
       if (v1 >= nvec) break;
       if (v1 + kStepVecs < nvec) load_step(body, v1 + kStepVecs, nvec, qa);
-      filter_step(qb, v1, nvec, col0, k, &threshold, &open);
+      filter_step<kFree>(qb, v1, nvec, col0, k, &threshold, &open);
     }
   }
 
   // The sample's guess of a starting threshold: one 16-byte vector per
   // thread, at vector t nvec / T of the body (S = T V keys from T sectors),
   // and the key of sample rank r0 + 4.5 sqrt(r0) + 3 with r0 = k S / L (its
-  // bin's lowest key after two digit passes, never above it), when that rank
-  // is under a quarter of the sample. The k-th key's sample rank is about
-  // Poisson(r0): the guess lets fewer than k keys through about once in 10^5
-  // rows or less. (One key per thread at rank r0 + 3 sqrt(r0) + 2 missed in
+  // bin's lowest key after the digit passes that cover 22 bits, never above
+  // it), when that rank is under a quarter of the sample. The k-th key's
+  // sample rank is about Poisson(r0): the guess lets fewer than k keys
+  // through about once in 10^5 rows or less. (One key per thread at rank r0 + 3 sqrt(r0) + 2 missed in
   // one row of 128-256 on the H200, and the launch waited for that row's
   // second read; four scattered keys per thread cost a sector each, 25% more
   // traffic on fp32 rows.) Every thread calls it.
@@ -317,8 +344,12 @@ struct RowFilter {
 #pragma unroll
     for (int e = 0; e < V; ++e) key[e] = K::key_flip(unpack_raw<KB>(w, e), flip);
     u32 need;
+    // At least 22 bits of the key (a coarser guess let a shifted row's
+    // survivors overflow the list of 512 threads with 8-bit digits).
+    constexpr int kGuessPasses = (22 + P::kRadix - 1) / P::kRadix < P::kPasses ? (22 + P::kRadix - 1) / P::kRadix
+                                                                                : P::kPasses;
     const u32 g = select_rank<P, V>(key, S, static_cast<u32>(rank), hist, &ctl->res, ctl->scratch, &need,
-                                    P::kPasses < 2 ? P::kPasses : 2);
+                                    kGuessPasses);
     if (g == 0) return;  // every key is at or above it: nothing to skip
     *threshold = g - 1;
     *open = false;
@@ -360,69 +391,83 @@ struct RowFilter {
     const int body_end = range.start + head + nvec * V;
     const uint4* body = reinterpret_cast<const uint4*>(row + range.start + head);
     count = 0;
-    step = 0;  // the head and tail are step 1
+    step = 0;  // the head and tail of a stream with barriers are step 1
     if (threadIdx.x == 0) {
       ctl->added[0] = ctl->added[1] = ctl->added[2] = 0;
-      ctl->threshold = 0;
     }
     // The starting threshold: every key enters until the first cut, or the
     // sample's guess.
     u32 threshold = 0;
     bool open = true;
     if (a.rounds != 0) guess(body, nvec, L, k, a.rounds, &threshold, &open);
-    const bool guessed = !open;
-#ifdef TOPK_FILTER_GUESS_DEBUG
-    const u32 guessed_at = threshold;
-#endif
-    stream(row, range, head, nvec, body_end, body, k, threshold, open);
-    __syncthreads();
-    count += ctl->added[step % 3];
-#ifdef TOPK_FILTER_GUESS_DEBUG
-    // Development aid (topk-probe --define TOPK_FILTER_GUESS_DEBUG): a guess
-    // that let fewer than k keys through.
-    if (threadIdx.x == 0 && guessed && count < k)
-      printf("filter guess: row %d L %d guessed %d threshold %08x count %d k %d\n", rowi, L, guessed ? 1 : 0,
-             guessed_at, count, k);
-#endif
-    if (guessed && count < k) {
-      // The guess was above the k-th key (a rare sample): again from an
-      // open start, one element per thread a step over the head and tail and
-      // one 16-byte vector per thread a step over the body (a second copy of
-      // the two-step vector stream cost the kernels registers and spills).
-      __syncthreads();  // every thread has read the counters
-      if (threadIdx.x == 0) ctl->added[0] = ctl->added[1] = ctl->added[2] = 0;
-      count = 0;
-      step = 0;
-      threshold = 0;
-      open = true;
-      {
-        const int extra = head + (range.end - body_end);
-        make_room(k, extra, &threshold, &open);
-        const int t = threadIdx.x;
-        const bool valid[1] = {t < extra};
-        const int col[1] = {t < head ? range.start + t : body_end + (t - head)};
-        const u32 key[1] = {valid[0] ? K::key_flip(static_cast<u32>(row[col[0]]), flip) : 0u};
-        append(key, col, valid, threshold, open);
-      }
-#pragma unroll 1
-      for (int v0 = 0; v0 < nvec; v0 += T) {
-        make_room(k, T * V, &threshold, &open);
-        const int v = v0 + static_cast<int>(threadIdx.x);
-        const uint4 q = v < nvec ? body[v] : make_uint4(0u, 0u, 0u, 0u);
-        const u32 w[4] = {q.x, q.y, q.z, q.w};
-        u32 key[V];
-        int col[V];
-        bool valid[V];
-#pragma unroll
-        for (int e = 0; e < V; ++e) {
-          key[e] = K::key_flip(unpack_raw<KB>(w, e), flip);
-          col[e] = range.start + head + v * V + e;
-          valid[e] = v < nvec;
-        }
-        append(key, col, valid, threshold, open);
-      }
+    if (open) {
+      stream<false>(row, range, head, nvec, body_end, body, k, threshold, open);
       __syncthreads();
       count += ctl->added[step % 3];
+    } else {
+      // A guessed start streams without barriers (one a step measured
+      // slower); the barriers in guess() ordered the counters' reset.
+      stream<true>(row, range, head, nvec, body_end, body, k, threshold, open);
+      __syncthreads();
+      count += ctl->added[step % 3];
+#ifdef TOPK_FILTER_GUESS_DEBUG
+      // Development aid (topk-probe --define TOPK_FILTER_GUESS_DEBUG): a guess
+      // that let fewer than k keys through, or more than the list holds.
+      if (threadIdx.x == 0 && (count < k || count > capacity))
+        printf("filter guess: row %d L %d threshold %08x count %d k %d capacity %d\n", rowi, L, threshold, count, k,
+               capacity);
+#endif
+      if (count < k || count > capacity) {
+        // A rare sample: the row again through a list with barriers, one
+        // element per thread a step over the head and tail and one 16-byte
+        // vector per thread a step over the body (a second copy of the
+        // two-step vector stream cost the kernels registers and spills).
+        // Too few keys passed: from an open start. Too many: the list holds
+        // `capacity` of them, whose k-th key t is at most the row's, so the
+        // keys at or above t are enough.
+        threshold = 0;
+        open = true;
+        if (count > capacity) {
+          count = capacity;
+          cut(k);
+          if (ctl->threshold > 0) {
+            threshold = ctl->threshold - 1;
+            open = false;
+          }
+        }
+        __syncthreads();  // every thread has read the counters and the threshold
+        if (threadIdx.x == 0) ctl->added[0] = ctl->added[1] = ctl->added[2] = 0;
+        count = 0;
+        step = 0;
+        {
+          const int extra = head + (range.end - body_end);
+          make_room(k, extra, &threshold, &open);
+          const int t = threadIdx.x;
+          const bool valid[1] = {t < extra};
+          const int col[1] = {t < head ? range.start + t : body_end + (t - head)};
+          const u32 key[1] = {valid[0] ? K::key_flip(static_cast<u32>(row[col[0]]), flip) : 0u};
+          append(key, col, valid, threshold, open);
+        }
+#pragma unroll 1
+        for (int v0 = 0; v0 < nvec; v0 += T) {
+          make_room(k, T * V, &threshold, &open);
+          const int v = v0 + static_cast<int>(threadIdx.x);
+          const uint4 q = v < nvec ? body[v] : make_uint4(0u, 0u, 0u, 0u);
+          const u32 w[4] = {q.x, q.y, q.z, q.w};
+          u32 key[V];
+          int col[V];
+          bool valid[V];
+#pragma unroll
+          for (int e = 0; e < V; ++e) {
+            key[e] = K::key_flip(unpack_raw<KB>(w, e), flip);
+            col[e] = range.start + head + v * V + e;
+            valid[e] = v < nvec;
+          }
+          append(key, col, valid, threshold, open);
+        }
+        __syncthreads();
+        count += ctl->added[step % 3];
+      }
     }
     if (count > k) cut(k);
     // The list is the row's top k.
