@@ -29,8 +29,9 @@ const std::vector<ParamSpec>& Specs() {
        {0, 2, 4}, false, 2},
       {"guess", "g",
        "one CTA per row: start from a threshold guessed from a sample of evenly spaced 16-byte vectors of the row (1), "
-       "or let every key enter until the first cut (0); 2 guesses the sample's largest key, too high on purpose (tests)",
-       {0, 1, 2}, false, 0},
+       "or let every key enter until the first cut (0); 2 guesses the sample's largest key, too high on purpose, and 3 "
+       "streams without barriers even where the sample says the list may overflow (tests)",
+       {0, 1, 2, 3}, false, 0},
   };
   return specs;
 }
@@ -62,7 +63,8 @@ class Filter final : public Family {
       return Broken("capacity", "a step of " + std::to_string(c.tile()) + " elements exceeds the list's " +
                                     std::to_string(c.max_capacity()));
     TOPK_RETURN_IF_ERROR(ValidateCluster(c.cluster, arch));
-    if (c.guess < 0 || c.guess > 2) return Broken("guess", "guess must be 0, 1 or 2, got " + std::to_string(c.guess));
+    if (c.guess < 0 || c.guess > 3)
+      return Broken("guess", "guess must be 0, 1, 2 or 3, got " + std::to_string(c.guess));
     if (c.guess != 0 && c.cluster > 1)
       return Broken("guess", "guess applies to one CTA per row (cluster mode always guesses from its merged sample), "
                              "got cluster " +

@@ -677,7 +677,8 @@ TEST(FilterFamilyTest, ConstraintsEnumerationAndPlan) {
   EXPECT_EQ(broken([](FilterParams& x) { x.unroll = 5; }), "constraint unroll");
   EXPECT_EQ(broken([](FilterParams& x) { x.slack = 0; }), "constraint slack");
   EXPECT_EQ(broken([](FilterParams& x) { x.block_threads = 32; }), "constraint block");
-  EXPECT_EQ(broken([](FilterParams& x) { x.guess = 3; }), "constraint guess");
+  EXPECT_EQ(broken([](FilterParams& x) { x.guess = 4; }), "constraint guess");
+  EXPECT_EQ(broken([](FilterParams& x) { x.guess = 3; }), "");
   EXPECT_EQ(broken([](FilterParams& x) { x.guess = -1; }), "constraint guess");
   EXPECT_EQ(broken([](FilterParams& x) { x.guess = 1, x.cluster = 2; }), "constraint guess");
   // The guessed start: its own id, the launch argument the kernel reads, the

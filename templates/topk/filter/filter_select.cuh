@@ -326,12 +326,21 @@ struct RowFilter {
   // bin's lowest key after the digit passes that cover 22 bits, never above
   // it), when that rank is under a quarter of the sample. The k-th key's
   // sample rank is about Poisson(r0): the guess lets fewer than k keys
-  // through about once in 10^5 rows or less. (One key per thread at rank r0 + 3 sqrt(r0) + 2 missed in
-  // one row of 128-256 on the H200, and the launch waited for that row's
-  // second read; four scattered keys per thread cost a sector each, 25% more
-  // traffic on fp32 rows.) Every thread calls it.
+  // through about once in 10^5 rows or less. (One key per thread at rank
+  // r0 + 3 sqrt(r0) + 2 missed in one row of 128-256 on the H200, and the
+  // launch waited for that row's second read; four scattered keys per thread
+  // cost a sector each, 25% more traffic on fp32 rows.)
+  //
+  // *free_stream: the stream may go without barriers, since the c sample
+  // keys at or above the guess, c + 2 sqrt(c) of them scaled to the row, fit
+  // the list. Rows of few values, whose top value has more copies than the
+  // list holds, stream with cuts instead (after the first cut the threshold
+  // is that value and its copies stop entering). A wider margin, 4 sqrt(c) +
+  // 4, sent normal rows of 512 threads at slack 1 to the stream with cuts,
+  // which cut at nearly every step (H200: 134 us against 34). guess 3, for
+  // the tests, streams free whatever the sample. Every thread calls it.
   __device__ __forceinline__ void guess(const uint4* body, int nvec, int L, int k, int mode, u32* threshold,
-                                        bool* open) {
+                                        bool* open, bool* free_stream) {
     constexpr int S = T * V;
     if (nvec < T) return;
     const float r0 = static_cast<float>(k) * S / static_cast<float>(L);
@@ -353,6 +362,8 @@ struct RowFilter {
     if (g == 0) return;  // every key is at or above it: nothing to skip
     *threshold = g - 1;
     *open = false;
+    const float c = static_cast<float>(rank - static_cast<int>(need) + static_cast<int>(ctl->res.count));
+    *free_stream = mode == 3 || (c + 2.0f * sqrtf(c)) * (static_cast<float>(L) / S) <= capacity;
   }
 
   __device__ void run(const TopkArgs& a, unsigned char* smem, Control* control) {
@@ -398,76 +409,76 @@ struct RowFilter {
     // The starting threshold: every key enters until the first cut, or the
     // sample's guess.
     u32 threshold = 0;
-    bool open = true;
-    if (a.rounds != 0) guess(body, nvec, L, k, a.rounds, &threshold, &open);
-    if (open) {
-      stream<false>(row, range, head, nvec, body_end, body, k, threshold, open);
-      __syncthreads();
-      count += ctl->added[step % 3];
-    } else {
-      // A guessed start streams without barriers (one a step measured
-      // slower); the barriers in guess() ordered the counters' reset.
+    bool open = true, free_stream = false;
+    if (a.rounds != 0) guess(body, nvec, L, k, a.rounds, &threshold, &open, &free_stream);
+    const bool guessed = !open;
+    if (free_stream) {
+      // Without barriers (one a step measured slower); the barriers in
+      // guess() ordered the counters' reset. The count may pass the capacity.
       stream<true>(row, range, head, nvec, body_end, body, k, threshold, open);
+    } else {
+      stream<false>(row, range, head, nvec, body_end, body, k, threshold, open);
+    }
+    __syncthreads();
+    count += ctl->added[step % 3];
+#ifdef TOPK_FILTER_GUESS_DEBUG
+    // Development aid (topk-probe --define TOPK_FILTER_GUESS_DEBUG): a guess
+    // that let fewer than k keys through, or more than the list holds, and
+    // a guessed start that streamed with cuts.
+    if (threadIdx.x == 0 && guessed && (count < k || count > capacity || !free_stream))
+      printf("filter guess: row %d L %d threshold %08x count %d k %d capacity %d free %d\n", rowi, L, threshold,
+             count, k, capacity, free_stream ? 1 : 0);
+#endif
+    if (guessed && (count < k || count > capacity)) {
+      // A rare sample: the row again through a list with barriers, one
+      // element per thread a step over the head and tail and one 16-byte
+      // vector per thread a step over the body (a second copy of the
+      // two-step vector stream cost the kernels registers and spills).
+      // Too few keys passed: from an open start. Too many: the list holds
+      // `capacity` of them, whose k-th key t is at most the row's, so the
+      // keys at or above t are enough.
+      threshold = 0;
+      open = true;
+      if (count > capacity) {
+        count = capacity;
+        cut(k);
+        if (ctl->threshold > 0) {
+          threshold = ctl->threshold - 1;
+          open = false;
+        }
+      }
+      __syncthreads();  // every thread has read the counters and the threshold
+      if (threadIdx.x == 0) ctl->added[0] = ctl->added[1] = ctl->added[2] = 0;
+      count = 0;
+      step = 0;
+      {
+        const int extra = head + (range.end - body_end);
+        make_room(k, extra, &threshold, &open);
+        const int t = threadIdx.x;
+        const bool valid[1] = {t < extra};
+        const int col[1] = {t < head ? range.start + t : body_end + (t - head)};
+        const u32 key[1] = {valid[0] ? K::key_flip(static_cast<u32>(row[col[0]]), flip) : 0u};
+        append(key, col, valid, threshold, open);
+      }
+#pragma unroll 1
+      for (int v0 = 0; v0 < nvec; v0 += T) {
+        make_room(k, T * V, &threshold, &open);
+        const int v = v0 + static_cast<int>(threadIdx.x);
+        const uint4 q = v < nvec ? body[v] : make_uint4(0u, 0u, 0u, 0u);
+        const u32 w[4] = {q.x, q.y, q.z, q.w};
+        u32 key[V];
+        int col[V];
+        bool valid[V];
+#pragma unroll
+        for (int e = 0; e < V; ++e) {
+          key[e] = K::key_flip(unpack_raw<KB>(w, e), flip);
+          col[e] = range.start + head + v * V + e;
+          valid[e] = v < nvec;
+        }
+        append(key, col, valid, threshold, open);
+      }
       __syncthreads();
       count += ctl->added[step % 3];
-#ifdef TOPK_FILTER_GUESS_DEBUG
-      // Development aid (topk-probe --define TOPK_FILTER_GUESS_DEBUG): a guess
-      // that let fewer than k keys through, or more than the list holds.
-      if (threadIdx.x == 0 && (count < k || count > capacity))
-        printf("filter guess: row %d L %d threshold %08x count %d k %d capacity %d\n", rowi, L, threshold, count, k,
-               capacity);
-#endif
-      if (count < k || count > capacity) {
-        // A rare sample: the row again through a list with barriers, one
-        // element per thread a step over the head and tail and one 16-byte
-        // vector per thread a step over the body (a second copy of the
-        // two-step vector stream cost the kernels registers and spills).
-        // Too few keys passed: from an open start. Too many: the list holds
-        // `capacity` of them, whose k-th key t is at most the row's, so the
-        // keys at or above t are enough.
-        threshold = 0;
-        open = true;
-        if (count > capacity) {
-          count = capacity;
-          cut(k);
-          if (ctl->threshold > 0) {
-            threshold = ctl->threshold - 1;
-            open = false;
-          }
-        }
-        __syncthreads();  // every thread has read the counters and the threshold
-        if (threadIdx.x == 0) ctl->added[0] = ctl->added[1] = ctl->added[2] = 0;
-        count = 0;
-        step = 0;
-        {
-          const int extra = head + (range.end - body_end);
-          make_room(k, extra, &threshold, &open);
-          const int t = threadIdx.x;
-          const bool valid[1] = {t < extra};
-          const int col[1] = {t < head ? range.start + t : body_end + (t - head)};
-          const u32 key[1] = {valid[0] ? K::key_flip(static_cast<u32>(row[col[0]]), flip) : 0u};
-          append(key, col, valid, threshold, open);
-        }
-#pragma unroll 1
-        for (int v0 = 0; v0 < nvec; v0 += T) {
-          make_room(k, T * V, &threshold, &open);
-          const int v = v0 + static_cast<int>(threadIdx.x);
-          const uint4 q = v < nvec ? body[v] : make_uint4(0u, 0u, 0u, 0u);
-          const u32 w[4] = {q.x, q.y, q.z, q.w};
-          u32 key[V];
-          int col[V];
-          bool valid[V];
-#pragma unroll
-          for (int e = 0; e < V; ++e) {
-            key[e] = K::key_flip(unpack_raw<KB>(w, e), flip);
-            col[e] = range.start + head + v * V + e;
-            valid[e] = v < nvec;
-          }
-          append(key, col, valid, threshold, open);
-        }
-        __syncthreads();
-        count += ctl->added[step % 3];
-      }
     }
     if (count > k) cut(k);
     // The list is the row's top k.
