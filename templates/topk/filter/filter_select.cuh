@@ -285,10 +285,12 @@ struct RowFilter {
   // starting state. kFree: no barrier and no cut, the threshold stays where
   // it starts and every survivor counts in ctl->added[step % 3], those past
   // the capacity unstored (the caller recovers); for a guessed start, whose
-  // survivors fit the list but for a rare sample.
+  // survivors fit the list but for a rare sample. `first`: the loads of the
+  // body's first step (load_step at 0).
   template <bool kFree>
   __device__ __forceinline__ void stream(const Raw* row, RowRange range, int head, int nvec, int body_end,
-                                         const uint4* body, int k, u32 threshold, bool open) {
+                                         const uint4* body, int k, u32 threshold, bool open,
+                                         const uint4 (&first)[P::kUnroll]) {
     {
       // Head and tail together: fewer than 2 V elements, one per thread.
       const int extra = head + (range.end - body_end);
@@ -309,7 +311,8 @@ struct RowFilter {
     // 32 KB in flight to approach its share of HBM bandwidth).
     constexpr int kStepVecs = T * P::kUnroll;
     uint4 qa[P::kUnroll], qb[P::kUnroll];
-    load_step(body, 0, nvec, qa);
+#pragma unroll
+    for (int u = 0; u < P::kUnroll; ++u) qa[u] = first[u];
     for (int v0 = 0; v0 < nvec; v0 += 2 * kStepVecs) {
       const int v1 = v0 + kStepVecs;
       if (v1 < nvec) load_step(body, v1, nvec, qb);
@@ -410,14 +413,18 @@ struct RowFilter {
     // sample's guess.
     u32 threshold = 0;
     bool open = true, free_stream = false;
+    // The body's first step is loaded before the guess, so that its loads
+    // are in flight while the sample is selected (H100: 0.5-1.5% faster).
+    uint4 first[P::kUnroll];
+    load_step(body, 0, nvec, first);
     if (a.rounds != 0) guess(body, nvec, L, k, a.rounds, &threshold, &open, &free_stream);
     const bool guessed = !open;
     if (free_stream) {
       // Without barriers (one a step measured slower); the barriers in
       // guess() ordered the counters' reset. The count may pass the capacity.
-      stream<true>(row, range, head, nvec, body_end, body, k, threshold, open);
+      stream<true>(row, range, head, nvec, body_end, body, k, threshold, open, first);
     } else {
-      stream<false>(row, range, head, nvec, body_end, body, k, threshold, open);
+      stream<false>(row, range, head, nvec, body_end, body, k, threshold, open, first);
     }
     __syncthreads();
     count += ctl->added[step % 3];
