@@ -27,8 +27,9 @@ struct FilterParams {
   int recovery = 2;         // retries along the sample before the key interval halves (cluster mode, 0-4)
   // One CTA per row: 1 starts from a threshold guessed from a sample of the
   // row (one 16-byte vector per thread, evenly spaced), 0 lets every key
-  // enter until the first cut, 2 guesses too high on purpose (tests). A
-  // launch argument (TopkArgs::rounds).
+  // enter until the first cut, 2 guesses too high on purpose and 3 streams
+  // without barriers whatever the sample (tests). A launch argument
+  // (TopkArgs::rounds).
   int guess = 0;
 
   static FilterParams Of(const Config& c);

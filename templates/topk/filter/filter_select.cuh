@@ -11,8 +11,9 @@
 // threshold and, since the last cut, exactly k at or above it; ties at the
 // k-th key are cut by arrival, which any valid top-k allows.
 //
-// With the `guess` knob (TopkArgs::rounds = 1, or 2 for the tests' guess
-// that is too high on purpose; one CTA per row has no other use for it)
+// With the `guess` knob (TopkArgs::rounds = 1; for the tests, 2 guesses
+// too high on purpose and 3 streams without barriers whatever the sample;
+// one CTA per row has no other use for it)
 // the stream does not start open: one 16-byte vector per thread, evenly
 // spaced over the row, is a sample of S keys whose rank k S / L (plus 4.5
 // standard deviations and three) gives a starting threshold a little below
@@ -280,6 +281,17 @@ struct RowFilter {
     append(key, col, valid, threshold, open);
   }
 
+  // The head and tail together (fewer than 2 V elements, one per thread)
+  // through the list; the caller made room for them.
+  __device__ __forceinline__ void append_head_tail(const Raw* row, RowRange range, int head, int body_end,
+                                                   u32 threshold, bool open) {
+    const int t = threadIdx.x;
+    const bool valid[1] = {t < head + (range.end - body_end)};
+    const int col[1] = {t < head ? range.start + t : body_end + (t - head)};
+    const u32 key[1] = {valid[0] ? K::key_flip(static_cast<u32>(row[col[0]]), flip) : 0u};
+    append(key, col, valid, threshold, open);
+  }
+
   // The row once through the list: the head and tail (fewer than 2 V
   // elements), then the vector body in steps; threshold and open are the
   // starting state. kFree: no barrier and no cut, the threshold stays where
@@ -291,20 +303,8 @@ struct RowFilter {
   __device__ __forceinline__ void stream(const Raw* row, RowRange range, int head, int nvec, int body_end,
                                          const uint4* body, int k, u32 threshold, bool open,
                                          const uint4 (&first)[P::kUnroll]) {
-    {
-      // Head and tail together: fewer than 2 V elements, one per thread.
-      const int extra = head + (range.end - body_end);
-      if (!kFree) make_room(k, extra, &threshold, &open);
-      const int t = threadIdx.x;
-      u32 key[1] = {0};
-      int col[1] = {0};
-      bool valid[1] = {t < extra};
-      if (valid[0]) {
-        col[0] = t < head ? range.start + t : body_end + (t - head);
-        key[0] = K::key_flip(static_cast<u32>(row[col[0]]), flip);
-      }
-      append(key, col, valid, threshold, open);
-    }
+    if (!kFree) make_room(k, head + (range.end - body_end), &threshold, &open);
+    append_head_tail(row, range, head, body_end, threshold, open);
     const int col0 = range.start + head;
     // Two steps in flight: the next step's loads are issued before this
     // step waits at its barrier and appends (one row per SM needs about
@@ -458,15 +458,8 @@ struct RowFilter {
       if (threadIdx.x == 0) ctl->added[0] = ctl->added[1] = ctl->added[2] = 0;
       count = 0;
       step = 0;
-      {
-        const int extra = head + (range.end - body_end);
-        make_room(k, extra, &threshold, &open);
-        const int t = threadIdx.x;
-        const bool valid[1] = {t < extra};
-        const int col[1] = {t < head ? range.start + t : body_end + (t - head)};
-        const u32 key[1] = {valid[0] ? K::key_flip(static_cast<u32>(row[col[0]]), flip) : 0u};
-        append(key, col, valid, threshold, open);
-      }
+      make_room(k, head + (range.end - body_end), &threshold, &open);
+      append_head_tail(row, range, head, body_end, threshold, open);
 #pragma unroll 1
       for (int v0 = 0; v0 < nvec; v0 += T) {
         make_room(k, T * V, &threshold, &open);
