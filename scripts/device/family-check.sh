@@ -288,12 +288,12 @@ f32:1x131072:2048:ranges|resident_f32_b1024_g1024_i16_c8 default"}
       done
       log "--- resident configs against the default, normal rows (us)"
       grep -E "^\S|  \S+ +[0-9.]+ us|WRONG|compile|rror" "$OUT/resident-sweep.log" | grep -vE "^device|^rc=0" | head -150 >>"$SUMMARY" ;;
-    cluster-phases)  # phase times of cluster-mode variants (TOPK_STOP_AT, unverified)
+    cluster-phases)  # phase times of filter variants (TOPK_STOP_AT, unverified; PHASE_STOPS: one CTA per row 0-3)
       PHASE_RUNS=${PHASE_RUNS:-"f32:1x131072:2048:ranges|filter_f32_b512_u1_r11_s1_c16
 f32:1x524288:2048:ranges|filter_f32_b1024_u2_r11_s1_c16"}
       while IFS='|' read -r shape id; do
         [[ -z $shape ]] && continue
-        for n in 1 2 3 4 5 full; do
+        for n in ${PHASE_STOPS:-1 2 3 4 5} full; do
           def=()
           [[ $n != full ]] && def=(--no-verify --define "TOPK_STOP_AT=$n")
           r=$(timeout 120 "$B/bin/topk-probe" --shape "$shape" --variant "$id" "${def[@]}" --cubins "$TOPK_TEST_TMP/cubins" 2>&1 |

@@ -38,6 +38,13 @@ struct Keys<kF32> {
     const u32 r = raw > 0xff800000u ? 0x7fffffffu : raw;  // negative NaN -> above +inf
     return r ^ (static_cast<u32>(static_cast<int>(r) >> 31) | 0x80000000u) ^ flip;
   }
+  // The raw bits of key_flip(raw, flip): exact but for NaN, whose keys all
+  // come back as kNaN (the caller reloads the element for its payload).
+  static constexpr u32 kNaN = 0x7fffffffu;
+  __device__ __forceinline__ static u32 raw_flip(u32 key, u32 flip) {
+    const u32 k = key ^ flip;
+    return (k & 0x80000000u) ? k ^ 0x80000000u : ~k;
+  }
 };
 
 template <int EXP_MASK>
@@ -57,6 +64,11 @@ struct Keys16 {
   __device__ __forceinline__ static u32 key_flip(u32 raw, u32 flip) {
     const u32 r = raw > (0x8000u | EXP_MASK) ? 0x7fffu : raw;  // negative NaN -> above +inf
     return r ^ (0x8000u | ((0u - (r >> 15)) & 0x7fffu)) ^ (flip & 0xffffu);
+  }
+  static constexpr u32 kNaN = 0x7fffu;
+  __device__ __forceinline__ static u32 raw_flip(u32 key, u32 flip) {
+    const u32 k = (key ^ flip) & 0xffffu;
+    return (k & 0x8000u) ? k ^ 0x8000u : ~k & 0xffffu;
   }
 };
 

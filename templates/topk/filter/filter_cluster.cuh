@@ -65,16 +65,9 @@ struct ClusterControl {
 // Static shared memory stays within the host's reserve (Arch::static_smem_reserve).
 static_assert(sizeof(ClusterControl) <= 1024, "cluster control block");
 
-// TOPK_STOP_AT=N (a development define, topk-probe --define) returns at
-// phase boundary N for phase timings: 1 slice copied, 2 sample merged,
-// 3 guess selected, 4 first round counted, 5 the leader's select done (no
-// output written). The output is then incomplete.
-#ifdef TOPK_STOP_AT
-#define TOPK_FILTER_STOP(n) \
-  if (TOPK_STOP_AT == (n)) return
-#else
-#define TOPK_FILTER_STOP(n) (void)0
-#endif
+// TOPK_STOP_AT=N (TOPK_FILTER_STOP, filter_select.cuh) in cluster mode: 1
+// slice copied, 2 sample merged, 3 guess selected, 4 first round counted, 5
+// the leader's select done (no output written).
 
 __device__ __forceinline__ void dsmem_store(u32 addr, u32 v) {
   asm volatile("st.shared::cluster.u32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");

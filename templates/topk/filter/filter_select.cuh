@@ -35,6 +35,19 @@
 namespace topk {
 namespace filter {
 
+// TOPK_STOP_AT=N (a development define, topk-probe --define) returns at
+// phase boundary N for phase timings; the output is then incomplete. One
+// CTA per row: 0 set up, 1 guess selected, 2 row streamed (the list's count known),
+// 4 the last cut's threshold found (nothing placed), 3 the last cut done (no
+// output written). Cluster mode: filter_cluster.cuh.
+#ifdef TOPK_STOP_AT
+#define TOPK_FILTER_STOP(n) \
+  if (TOPK_STOP_AT == (n)) return
+#else
+#define TOPK_FILTER_STOP(n) (void)0
+#endif
+
+
 // A variant's code shape. The candidate capacity is a launch argument
 // (TopkArgs::buffer); the host checks k + kTile <= capacity <= kMaxItems * BLOCK.
 template <int DTYPE, int BLOCK, int UNROLL, int RADIX>
@@ -65,6 +78,7 @@ struct Control {
   u32 threshold;   // keys above it enter the list (after the first cut; before it every key enters)
   int taken;       // ties taken by the current cut
   int placed;      // keys above the k-th placed by the current cut
+  u32 lo, hi;      // the least and greatest key of the list being cut
   ThresholdResult res;
   u32 scratch[64];
 };
@@ -109,6 +123,46 @@ __device__ u32 select_rank(const u32 (&key)[N], int count, u32 rank, u32* hist, 
   return prefix;
 }
 
+// The same search, for a cut: digits of the key's offset from the least
+// key, lo, over the span [lo, hi] of the keys (each thread's keys within
+// it), so the first pass spreads the keys over the bins instead of piling
+// them into the few a normal row's top bits take (atomics on one address
+// serialize), and the search ends as soon as the rank's bin is taken whole.
+// Returns the threshold t and *need_out: keys above t are kept, and *need_out
+// of the keys equal to t. On an early end t is one below the bin's least key
+// and *need_out is 0. Every thread calls it with the same lo and hi.
+template <class P, int N>
+__device__ u32 select_rank_span(const u32 (&key)[N], int count, u32 rank, u32 lo, u32 hi, u32* hist,
+                                ThresholdResult* res, u32* scratch, u32* need_out) {
+  constexpr int T = P::kBlock, NB = P::kBins;
+  u32 need = rank;
+#pragma unroll 1
+  while (lo != hi) {
+    const int bits = 32 - __clz(hi - lo);
+    const int shift = bits > P::kRadix ? bits - P::kRadix : 0;
+    for (int b = threadIdx.x; b < NB; b += T) hist[b] = 0;
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      if (j * T >= count) break;
+      const int i = static_cast<int>(threadIdx.x) + j * T;
+      if (i < count && key[j] >= lo && key[j] <= hi) atomicAdd(&hist[(key[j] - lo) >> shift], 1u);
+    }
+    __syncthreads();
+    const ThresholdResult r = find_threshold<T, NB>(hist, need, res, scratch, nullptr);
+    need -= r.above;
+    lo += r.bin << shift;
+    const u32 width = (1u << shift) - 1u;
+    if (hi - lo > width) hi = lo + width;
+    if (r.count == need && lo > 0) {
+      *need_out = 0;
+      return lo - 1;
+    }
+  }
+  *need_out = need;
+  return lo;
+}
+
 template <class P>
 struct RowFilter {
   using K = Keys<P::kDtype>;
@@ -133,40 +187,79 @@ struct RowFilter {
   // sets the threshold to the k-th key. Every thread calls it.
   __device__ void cut(int k) {
     // The list moves through registers: every read happens before any write.
+    // Slots j at or past `items` hold no key in any thread (the same branch
+    // in every thread: a short list skips most of the unrolled slots).
+    const int items = (count + T - 1) / T;
     u32 key[P::kMaxItems];
     int id[P::kMaxItems];
+    // The keys' span: one minimum and maximum per warp, read after the
+    // barrier below (and reset after the select's last).
+    u32 kmin = ~0u, kmax = 0u;
 #pragma unroll
     for (int j = 0; j < P::kMaxItems; ++j) {
       const int i = static_cast<int>(threadIdx.x) + j * T;
-      key[j] = i < count ? keys[i] : 0u;
-      id[j] = i < count ? idx[i] : -1;
+      key[j] = 0u;
+      id[j] = -1;
+      if (j < items && i < count) {
+        key[j] = keys[i];
+        id[j] = idx[i];
+        kmin = min(kmin, key[j]);
+        kmax = max(kmax, key[j]);
+      }
     }
-    // The k-th key; `need` of the keys equal to it are kept.
-    u32 need;
-    const u32 prefix = select_rank<P>(key, count, static_cast<u32>(k), hist, &ctl->res, ctl->scratch, &need);
+    kmin = __reduce_min_sync(kFullMask, kmin);
+    kmax = __reduce_max_sync(kFullMask, kmax);
+    if (lane_id() == 0) {
+      atomicMin(&ctl->lo, kmin);
+      atomicMax(&ctl->hi, kmax);
+    }
     if (threadIdx.x == 0) {
       ctl->taken = 0;
       ctl->placed = 0;
     }
     __syncthreads();
+    // The k-th key; `need` of the keys equal to it are kept.
+    u32 need;
+    const u32 prefix = select_rank_span<P>(key, count, static_cast<u32>(k), ctl->lo, ctl->hi, hist, &ctl->res,
+                                           ctl->scratch, &need);
+#if defined(TOPK_STOP_AT) && TOPK_STOP_AT == 4
+    count = k;  // stop 4: nothing placed (the list's order is left as it is)
+    if (prefix == ~need) keys[0] = need;  // keeps the select
+    return;
+#endif
+    // Every thread read lo and hi before the select's barriers.
+    if (threadIdx.x == 0) {
+      ctl->lo = ~0u;
+      ctl->hi = 0u;
+      ctl->threshold = prefix;
+    }
     const int above = k - static_cast<int>(need);
-    // Positions by warp: one atomic per warp and kind (many keys equal to
-    // the k-th, as on rows of few values, serialized one atomic each).
+    // Positions: one atomic per warp and kind for all its slots (an atomic
+    // a slot chained about 16 shared-memory round trips: 2 us of a 64 x
+    // 32768 row's 15).
     const u32 below_lane = (1u << lane_id()) - 1u;
+    int nup = 0, ntie = 0;
 #pragma unroll
     for (int j = 0; j < P::kMaxItems; ++j) {
+      if (j >= items) break;
+      const int i = static_cast<int>(threadIdx.x) + j * T;
+      nup += __popc(__ballot_sync(kFullMask, i < count && key[j] > prefix));
+      ntie += __popc(__ballot_sync(kFullMask, i < count && key[j] == prefix));
+    }
+    int up0 = 0, tie0 = 0;
+    if (lane_id() == 0) {
+      if (nup) up0 = atomicAdd(&ctl->placed, nup);
+      if (ntie) tie0 = atomicAdd(&ctl->taken, ntie);
+    }
+    up0 = __shfl_sync(kFullMask, up0, 0);
+    tie0 = __shfl_sync(kFullMask, tie0, 0);
+#pragma unroll
+    for (int j = 0; j < P::kMaxItems; ++j) {
+      if (j >= items) break;
       const int i = static_cast<int>(threadIdx.x) + j * T;
       const bool up = i < count && key[j] > prefix;
       const bool tie = i < count && key[j] == prefix;
       const u32 ups = __ballot_sync(kFullMask, up), ties = __ballot_sync(kFullMask, tie);
-      if ((ups | ties) == 0) continue;
-      int up0 = 0, tie0 = 0;
-      if (lane_id() == 0) {
-        if (ups) up0 = atomicAdd(&ctl->placed, __popc(ups));
-        if (ties) tie0 = atomicAdd(&ctl->taken, __popc(ties));
-      }
-      up0 = __shfl_sync(kFullMask, up0, 0);
-      tie0 = __shfl_sync(kFullMask, tie0, 0);
       int pos = -1;
       if (up) {
         pos = up0 + __popc(ups & below_lane);
@@ -178,10 +271,8 @@ struct RowFilter {
         keys[pos] = key[j];
         idx[pos] = id[j];
       }
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      ctl->threshold = prefix;
+      up0 += __popc(ups);
+      tie0 += __popc(ties);
     }
     count = k;
     __syncthreads();
@@ -408,6 +499,8 @@ struct RowFilter {
     step = 0;  // the head and tail of a stream with barriers are step 1
     if (threadIdx.x == 0) {
       ctl->added[0] = ctl->added[1] = ctl->added[2] = 0;
+      ctl->lo = ~0u;
+      ctl->hi = 0u;
     }
     // The starting threshold: every key enters until the first cut, or the
     // sample's guess.
@@ -415,10 +508,12 @@ struct RowFilter {
     bool open = true, free_stream = false;
     // The body's first step is loaded before the guess, so that its loads
     // are in flight while the sample is selected (H100: 0.5-1.5% faster).
+    TOPK_FILTER_STOP(0);
     uint4 first[P::kUnroll];
     load_step(body, 0, nvec, first);
     if (a.rounds != 0) guess(body, nvec, L, k, a.rounds, &threshold, &open, &free_stream);
     const bool guessed = !open;
+    TOPK_FILTER_STOP(1);
     if (free_stream) {
       // Without barriers (one a step measured slower); the barriers in
       // guess() ordered the counters' reset. The count may pass the capacity.
@@ -428,6 +523,7 @@ struct RowFilter {
     }
     __syncthreads();
     count += ctl->added[step % 3];
+    TOPK_FILTER_STOP(2);
 #ifdef TOPK_FILTER_GUESS_DEBUG
     // Development aid (topk-probe --define TOPK_FILTER_GUESS_DEBUG): a guess
     // that let fewer than k keys through, or more than the list holds, and
@@ -481,11 +577,17 @@ struct RowFilter {
       count += ctl->added[step % 3];
     }
     if (count > k) cut(k);
-    // The list is the row's top k.
+    TOPK_FILTER_STOP(3);
+    // The list is the row's top k. Values come back from their keys, not
+    // from the row (a gather that missed L2 on the rows that stream from
+    // memory), but for NaN, whose key keeps no payload.
     for (int j = threadIdx.x; j < k; j += T) {
       const int c = idx[j];
       out_idx[j] = c;
-      if (values) out_val[j] = row[c];
+      if (values) {
+        const u32 v = K::raw_flip(keys[j], flip);
+        out_val[j] = v == K::kNaN ? row[c] : static_cast<Raw>(v);
+      }
     }
   }
 };
