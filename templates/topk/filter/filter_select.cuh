@@ -193,7 +193,8 @@ struct RowFilter {
     u32 key[P::kMaxItems];
     int id[P::kMaxItems];
     // The keys' span: one minimum and maximum per warp, read after the
-    // barrier below (and reset after the select's last).
+    // barrier below (and reset after the cut's last; a barrier comes
+    // before the next cut).
     u32 kmin = ~0u, kmax = 0u;
 #pragma unroll
     for (int j = 0; j < P::kMaxItems; ++j) {
@@ -227,12 +228,7 @@ struct RowFilter {
     if (prefix == ~need) keys[0] = need;  // keeps the select
     return;
 #endif
-    // Every thread read lo and hi before the select's barriers.
-    if (threadIdx.x == 0) {
-      ctl->lo = ~0u;
-      ctl->hi = 0u;
-      ctl->threshold = prefix;
-    }
+    if (threadIdx.x == 0) ctl->threshold = prefix;
     const int above = k - static_cast<int>(need);
     // Positions: one atomic per warp and kind for all its slots (an atomic
     // a slot chained about 16 shared-memory round trips: 2 us of a 64 x
@@ -276,6 +272,13 @@ struct RowFilter {
     }
     count = k;
     __syncthreads();
+    // The span for the next cut, after the barrier: with every key equal
+    // (lo == hi) the select has no barrier of its own, and a reset before
+    // this one raced with the reads of lo and hi (racecheck).
+    if (threadIdx.x == 0) {
+      ctl->lo = ~0u;
+      ctl->hi = 0u;
+    }
   }
 
   // Appends the keys of `n` elements held by this thread (key[e], column
