@@ -452,8 +452,8 @@ struct RowFilter {
     u32 need;
     // At least 22 bits of the key (a coarser guess let a shifted row's
     // survivors overflow the list of 512 threads with 8-bit digits).
-    constexpr int kGuessPasses = (22 + P::kRadix - 1) / P::kRadix < P::kPasses ? (22 + P::kRadix - 1) / P::kRadix
-                                                                                : P::kPasses;
+    constexpr int kCover22 = (22 + P::kRadix - 1) / P::kRadix;
+    constexpr int kGuessPasses = kCover22 < P::kPasses ? kCover22 : P::kPasses;
     const u32 g = select_rank<P, V>(key, S, static_cast<u32>(rank), hist, &ctl->res, ctl->scratch, &need,
                                     kGuessPasses);
     if (g == 0) return;  // every key is at or above it: nothing to skip
