@@ -418,7 +418,8 @@ struct RowFilter {
   }
 
   // The sample's guess of a starting threshold: one 16-byte vector per
-  // thread, at vector t nvec / T of the body (S = T V keys from T sectors),
+  // thread (two at 256 threads), at vector t nvec / T of the body (S = T V
+  // keys from T sectors),
   // and the key of sample rank r0 + 4.5 sqrt(r0) + 3 with r0 = k S / L (its
   // bin's lowest key after the digit passes that cover 22 bits, never above
   // it), when that rank is under a quarter of the sample. The k-th key's
@@ -438,26 +439,32 @@ struct RowFilter {
   // the tests, streams free whatever the sample. Every thread calls it.
   __device__ __forceinline__ void guess(const uint4* body, int nvec, int L, int k, int mode, u32* threshold,
                                         bool* open, bool* free_stream) {
-    constexpr int S = T * V;
-    if (nvec < T) return;
+    // At least 512 vectors: a 256-thread CTA takes two each, so that its
+    // list (16 keys a thread) passes the test below on normal rows.
+    constexpr int G = T < 512 ? 512 / T : 1;
+    constexpr int S = T * V * G;
+    if (nvec < T * G) return;
     const float r0 = static_cast<float>(k) * S / static_cast<float>(L);
     // guess 2 (tests): the sample's largest key, too high wherever k > L / S.
     const int rank = mode == 2 ? 1 : static_cast<int>(ceilf(r0 + 4.5f * sqrtf(r0) + 3.0f));
     if (rank >= S / 4) return;
-    const uint4 q = body[static_cast<long long>(threadIdx.x) * nvec / T];
-    const u32 w[4] = {q.x, q.y, q.z, q.w};
-    u32 key[V];
+    u32 key[V * G];
 #pragma unroll
-    for (int e = 0; e < V; ++e) key[e] = K::key_flip(unpack_raw<KB>(w, e), flip);
+    for (int g = 0; g < G; ++g) {
+      const uint4 q = body[static_cast<long long>(threadIdx.x + g * T) * nvec / (T * G)];
+      const u32 w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+      for (int e = 0; e < V; ++e) key[g * V + e] = K::key_flip(unpack_raw<KB>(w, e), flip);
+    }
     u32 need;
     // At least 22 bits of the key (a coarser guess let a shifted row's
     // survivors overflow the list of 512 threads with 8-bit digits).
     constexpr int kCover22 = (22 + P::kRadix - 1) / P::kRadix;
     constexpr int kGuessPasses = kCover22 < P::kPasses ? kCover22 : P::kPasses;
-    const u32 g = select_rank<P, V>(key, S, static_cast<u32>(rank), hist, &ctl->res, ctl->scratch, &need,
-                                    kGuessPasses);
-    if (g == 0) return;  // every key is at or above it: nothing to skip
-    *threshold = g - 1;
+    const u32 t = select_rank<P, V * G>(key, S, static_cast<u32>(rank), hist, &ctl->res, ctl->scratch, &need,
+                                        kGuessPasses);
+    if (t == 0) return;  // every key is at or above it: nothing to skip
+    *threshold = t - 1;
     *open = false;
     const float c = static_cast<float>(rank - static_cast<int>(need) + static_cast<int>(ctl->res.count));
     *free_stream = mode == 3 || (c + 2.0f * sqrtf(c)) * (static_cast<float>(L) / S) <= capacity;
