@@ -288,7 +288,7 @@ f32:1x131072:2048:ranges|resident_f32_b1024_g1024_i16_c8 default"}
       done
       log "--- resident configs against the default, normal rows (us)"
       grep -E "^\S|  \S+ +[0-9.]+ us|WRONG|compile|rror" "$OUT/resident-sweep.log" | grep -vE "^device|^rc=0" | head -150 >>"$SUMMARY" ;;
-    cluster-phases)  # phase times of filter variants (TOPK_STOP_AT, unverified; PHASE_STOPS: one CTA per row 0-3)
+    cluster-phases)  # phase times of filter variants (TOPK_STOP_AT, unverified; PHASE_STOPS="0 1 2 4 3" for one CTA per row)
       PHASE_RUNS=${PHASE_RUNS:-"f32:1x131072:2048:ranges|filter_f32_b512_u1_r11_s1_c16
 f32:1x524288:2048:ranges|filter_f32_b1024_u2_r11_s1_c16"}
       while IFS='|' read -r shape id; do

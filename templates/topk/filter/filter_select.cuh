@@ -47,7 +47,6 @@ namespace filter {
 #define TOPK_FILTER_STOP(n) (void)0
 #endif
 
-
 // A variant's code shape. The candidate capacity is a launch argument
 // (TopkArgs::buffer); the host checks k + kTile <= capacity <= kMaxItems * BLOCK.
 template <int DTYPE, int BLOCK, int UNROLL, int RADIX>
@@ -184,7 +183,9 @@ struct RowFilter {
   int step;
 
   // Cuts the list (count > k entries) to exactly its k largest keys and
-  // sets the threshold to the k-th key. Every thread calls it.
+  // sets the threshold to the k-th key, or below it where the select ended
+  // on a bin taken whole (the kept keys are then exactly those above it).
+  // Every thread calls it.
   __device__ void cut(int k) {
     // The list moves through registers: every read happens before any write.
     // Slots j at or past `items` hold no key in any thread (the same branch
@@ -417,12 +418,12 @@ struct RowFilter {
     }
   }
 
-  // The sample's guess of a starting threshold: one 16-byte vector per
-  // thread (two at 256 threads), at vector t nvec / T of the body (S = T V
-  // keys from T sectors),
-  // and the key of sample rank r0 + 4.5 sqrt(r0) + 3 with r0 = k S / L (its
-  // bin's lowest key after the digit passes that cover 22 bits, never above
-  // it), when that rank is under a quarter of the sample. The k-th key's
+  // The sample's guess of a starting threshold: G 16-byte vectors per
+  // thread (G = 2 at 256 threads, else 1), evenly spaced over the body (S =
+  // T V G keys from T G sectors), and the key of sample rank r0 + 4.5
+  // sqrt(r0) + 3 with r0 = k S / L (its bin's lowest key after the digit
+  // passes that cover 22 bits, never above it), when that rank is under a
+  // quarter of the sample. The k-th key's
   // sample rank is about Poisson(r0): the guess lets fewer than k keys
   // through about once in 10^5 rows or less. (One key per thread at rank
   // r0 + 3 sqrt(r0) + 2 missed in one row of 128-256 on the H200, and the
