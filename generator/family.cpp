@@ -20,8 +20,8 @@ struct Registry {
     // family's Default() declines the problems it should not serve.
     families.push_back(MakeWarpFamily());
     families.push_back(MakeResidentFamily());  // before radix: its default serves rows up to 8192
+    families.push_back(MakeFilterFamily());    // before radix: its default serves many long rows
     families.push_back(MakeRadixFamily());
-    families.push_back(MakeFilterFamily());
   }
 };
 

@@ -184,10 +184,35 @@ class Filter final : public Family {
     return out;
   }
 
-  // Not the default until measured to be one.
+  // The default for rows past the resident family's (n > 8192) when the
+  // rows are enough to spread over the GPU (at least 16, and at least one
+  // for every 8 SMs) and k is at most n / 8: a guessed start, one CTA a row.
+  // Measured against the radix default it replaces there
+  // (scripts/device/default-sweep.sh; docs/PERFORMANCE.md, "The default for
+  // many long rows"): from 32 rows on 0.24-1.05x its time on normal rows,
+  // at 16 rows 0.84-1.32x, and it does not collapse on shifted rows, where the
+  // radix default took up to 3.9x its normal time. Fewer rows keep the radix
+  // default's clusters, which spread a row over up to 16 SMs (8 rows of
+  // 524288: 29.0 us against 52.2); so does a larger k (1024 x 16384, k 4096:
+  // 96 us against 139).
   std::optional<Config> Default(const Problem& p, const Arch& arch) const override {
-    (void)p, (void)arch;
-    return std::nullopt;
+    if (p.n <= 8192 || p.k * 8 > p.n || p.batch < std::max(16, arch.sm_count / 8)) return std::nullopt;
+    FilterParams f;
+    f.dtype = p.dtype;
+    f.guess = 1;
+    if (p.dtype != DType::kF32) {
+      f.block_threads = 1024, f.unroll = 1, f.radix_bits = 8, f.slack = 1;
+    } else if (p.batch >= arch.sm_count && p.n <= 65536 && p.k <= 2048) {
+      // Two 256-thread CTAs a SM: one's guess and cuts overlap the other's read.
+      f.block_threads = 256, f.unroll = 2, f.radix_bits = 8, f.slack = 2;
+    } else if (p.n <= 32768) {
+      f.block_threads = 512, f.unroll = 2, f.radix_bits = 11, f.slack = 2;
+    } else {
+      f.block_threads = 1024, f.unroll = 2, f.radix_bits = 11, f.slack = 1;
+    }
+    Config c = f.ToConfig();
+    if (!Validate(c, arch).ok() || !ValidateFor(c, arch, p).ok()) return std::nullopt;
+    return c;
   }
 
   std::string KernelKey(const Config& cfg) const override {

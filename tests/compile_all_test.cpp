@@ -86,16 +86,16 @@ TEST(CompileAllTest, EveryKernelCompilesForSm90AndSm80) {
       // flipped from its automatic rule on a one-CTA default, and one on a
       // cluster default; their sources assert the host's rules.
       if (std::string(arch) == "sm_90")
-        for (int64_t batch : {256, 64}) {
+        for (int64_t batch : {256, 8}) {
           Problem p;
           p.dtype = dt;
           p.batch = batch;
           p.n = 32768;
-          p.k = 2048;
+          p.k = batch == 256 ? 8192 : 2048;  // k above n / 8, or few rows: the radix default
           const gen::Config def = gen::DefaultConfig(p, *a);
           std::vector<gen::Config> refined = gen::RadixFamily().Refinements(def, p, *a);
           EXPECT_GE(refined.size(), 4u) << def.Id();
-          if (batch == 64 && refined.size() > 1) refined.resize(1);
+          if (batch == 8 && refined.size() > 1) refined.resize(1);
           for (const gen::Config& c : refined) srcs.push_back(gen::GenerateSource(c));
         }
     }
@@ -143,6 +143,10 @@ TEST(CompileAllTest, PrintsTheVariantSpaceOfThePresets) {
   EXPECT_GT(variants, kernels);
 }
 
+// Except the filter family's 1024-thread defaults: at the 64-register cap
+// they spill a few words, and were measured the fastest nonetheless
+// (docs/PERFORMANCE.md, "The default for many long rows"); their stack stays
+// small.
 TEST(CompileAllTest, DefaultConfigurationsHaveNoSpills) {
   for (const char* arch_name : {"sm_90", "sm_80"}) {
     auto arch = gen::Arch::FromName(arch_name);
@@ -168,7 +172,10 @@ TEST(CompileAllTest, DefaultConfigurationsHaveNoSpills) {
       std::printf("default %-68s regs %3d stack %3d spill stores %d loads %d\n", what[i].c_str(),
                   res[i].usage.registers, res[i].usage.stack_bytes, res[i].usage.spill_stores,
                   res[i].usage.spill_loads);
-      EXPECT_FALSE(res[i].usage.spills()) << what[i];
+      if (what[i].find("-> filter_") != std::string::npos && what[i].find("_b1024_") != std::string::npos)
+        EXPECT_LE(res[i].usage.stack_bytes, 64) << what[i];
+      else
+        EXPECT_FALSE(res[i].usage.spills()) << what[i];
     }
   }
 }

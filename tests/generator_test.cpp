@@ -273,7 +273,8 @@ TEST(StrategySwitchTest, BadSwitchesAreClearErrors) {
 // flipped from the automatic rule.
 TEST(StrategySwitchTest, RefinementsFlipOneAutomaticSwitchEach) {
   const char* sw[] = {"lane_atomics", "branch_free", "capture_only", "uniform_check", "prefetch"};
-  for (const Problem& p : {Prob(DType::kF32, 64, 32768, 2048), Prob(DType::kBF16, 128, 201088, 64),
+  // Problems the radix default keeps: few rows, or k above n / 8.
+  for (const Problem& p : {Prob(DType::kF32, 8, 32768, 2048), Prob(DType::kBF16, 128, 65536, 16384),
                            Prob(DType::kF32, 1, 524288, 512)}) {
     const Config def = DefaultConfig(p, Arch::Sm90());
     ASSERT_EQ(def.family, "radix") << p.ToString();
@@ -717,8 +718,31 @@ TEST(FilterFamilyTest, ConstraintsEnumerationAndPlan) {
   EXPECT_EQ(s.args.buffer, 8192);
   EXPECT_EQ(s.smem_bytes, 2048 * 4 + s.args.buffer * 8);
   EXPECT_EQ(s.args.smem_bytes, s.smem_bytes);
-  // Never the default (not measured to be one).
-  EXPECT_NE(DefaultConfig(Prob(DType::kF32, 128, 131072, 2048), arch).family, "filter");
+  // The default for many long rows with k at most n / 8 (a guessed start).
+  auto filter_default = [](DType dt, int b, int u, int r, int sl) {
+    FilterParams f{dt, b, u, r, sl};
+    f.guess = 1;
+    return f.ToConfig();
+  };
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 128, 131072, 2048), arch), filter_default(DType::kF32, 1024, 2, 11, 1));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 64, 32768, 2048), arch), filter_default(DType::kF32, 512, 2, 11, 2));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 16, 16384, 8), arch), filter_default(DType::kF32, 512, 2, 11, 2));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 256, 65536, 2048), arch), filter_default(DType::kF32, 256, 2, 8, 2));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 256, 131072, 1024), arch), filter_default(DType::kF32, 1024, 2, 11, 1));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 256, 65536, 4096), arch), filter_default(DType::kF32, 1024, 2, 11, 1));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kBF16, 128, 201088, 64), arch), filter_default(DType::kBF16, 1024, 1, 8, 1));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF16, 1024, 32768, 4096), arch), filter_default(DType::kF16, 1024, 1, 8, 1));
+  // Declined: fewer than 16 rows (clusters spread them), k above n / 8 or
+  // beyond the list, rows the resident family holds.
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 15, 131072, 2048), arch).family, "radix");
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 128, 16384, 2049), arch).family, "radix");
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 128, 1 << 20, 16384), arch).family, "radix");
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 128, 8192, 8), arch).family, "resident");
+  // More SMs want more rows: one for every 8 SMs.
+  Arch big = arch;
+  big.sm_count = 512;
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 63, 131072, 2048), big).family, "radix");
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 64, 131072, 2048), big).family, "filter");
   const KernelSource src = GenerateSource(c);
   EXPECT_EQ(src.name_expression, "topk::filter_kernel<topk::filter::Policy<0, 512, 2, 11>>");
   EXPECT_NE(src.text.find("#include \"topk/filter/filter_select.cuh\""), std::string::npos);
@@ -878,7 +902,8 @@ TEST(ResidentFamilyTest, ConstraintsEnumerationAndPlan) {
   EXPECT_EQ(DefaultConfig(Prob(DType::kBF16, 1024, 2048, 16), arch), Config(ResidentParams{DType::kBF16, 256, 256, 8}));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 64, 8192, 256), arch), Config(ResidentParams{DType::kF32, 1024, 1024, 8}));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 513, 8), arch), Config(ResidentParams{DType::kF32, 256, 256, 4}));
-  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 64, 8193, 256), arch).family, "radix");
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 64, 8193, 256), arch).family, "filter");
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 8, 8193, 256), arch).family, "radix");
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 64, 512, 8), arch).family, "warp");
   // A winner carries over to rows that fill more than a quarter of its group.
   const Family& fam = *FindFamily("resident");

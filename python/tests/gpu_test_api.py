@@ -80,7 +80,7 @@ class ApiTest(unittest.TestCase):
         x = torch.randn(64, 32768, device="cuda")
         plan = self.lib.plan("f32", 64, 32768, 2048)
         self.assertEqual(plan.dispatch, "default")
-        self.assertTrue(plan.variant.startswith("radix_f32"), plan.variant)
+        self.assertTrue(plan.variant.startswith("filter_f32"), plan.variant)  # the default for many long rows
         self.assertEqual(plan.tuned_shape, "")
         self.assertGreater(plan.plan_ms, 0)
         self.assertIn("64x32768 k=2048", repr(plan))

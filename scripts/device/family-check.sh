@@ -5,7 +5,8 @@
 #      by the probe built before the change ($B/bin/topk-probe-old) and by
 #      this build's, alternating, twice each, in this one run;
 #   2. the GPU tests (every variant exact, the test-only family, the tuner,
-#      the C API) and memcheck / racecheck on the F32 and BF16 subsets;
+#      the C API) and memcheck / racecheck on the F32 and BF16 subsets
+#      (NO_SANITIZERS=1: the tests alone);
 #   3. the Python 1000-problem check against torch.topk;
 #   4. a cache written by the CLI built before the change ($B/bin/*-old),
 #      read by this build: show, verify (winners re-checked), and dispatch
@@ -30,9 +31,14 @@
 #      default each many-row target shape's with an open start and a guessed
 #      one, _g1) beside the default on the four inputs, then every filter
 #      kernel exact in every dtype (each with every launch-argument value) and
-#      the sanitizers on its subset.
+#      the sanitizers on its subset;
+#  12. (defaults) the built-in defaults, nothing tuned: bench/adversarial.py
+#      through the library with an empty cache (the target shapes on the
+#      four inputs, torch.topk beside them), then topk-probe on DEFAULT_SHAPES
+#      (SHAPE|ID...: the default beside the ids, e.g. the radix default it
+#      replaced) on the four inputs, each verified exact first.
 # Logs under $OUT; the summary is printed.
-#   scripts/device/family-check.sh [probe] [tests] [python] [legacy] [filter] [cluster] [cluster-phases] [resident] [resident-sweep] [resident-shared] [ab] [det] [one-cta]   (default: the first five)
+#   scripts/device/family-check.sh [probe] [tests] [python] [legacy] [filter] [cluster] [cluster-phases] [resident] [resident-sweep] [resident-shared] [ab] [det] [one-cta] [defaults]   (default: the first five)
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 : >"$SUMMARY"
@@ -127,6 +133,7 @@ for stage in "${stages[@]}"; do
       done ;;
     tests)
       for t in gpu_kernels_test gpu_tuner_test gpu_c_api_test; do TAIL=14 run "$t" 600 "$B/bin/$t"; done
+      [[ -n ${NO_SANITIZERS:-} ]] && continue  # a change outside the kernels: the tests alone
       TOPK_TEST_SUBSET=sanitizer TAIL=6 run memcheck 300 compute-sanitizer --tool memcheck --error-exitcode 9 \
         "$B/bin/gpu_kernels_test" --gtest_filter='*F32*:*BF16*:*TestOnlyFamily*'
       TOPK_TEST_SUBSET=sanitizer TAIL=6 run racecheck 300 compute-sanitizer --tool racecheck \
@@ -301,6 +308,16 @@ f32:1x524288:2048:ranges|filter_f32_b1024_u2_r11_s1_c16"}
           log "phase $shape $n: $r"
         done
       done <<<"$PHASE_RUNS" ;;
+    defaults)
+      TOPK_TUNE_DB= TAIL=16 run defaults-adversarial 600 python3 bench/adversarial.py --torch \
+        --dists shifted,plateau,distinct16 --reps 20
+      DEFAULT_SHAPES=${DEFAULT_SHAPES:-"f32:64x32768:2048:ranges|radix_f32_b512_r11_h0_s4096_c2_t2_m1
+f32:128x131072:2048:ranges|radix_f32_b512_r11_h0_s4096_c1_t2_m1
+bf16:128x201088:64:values:rotate:dist=logits|radix_bf16_b512_r11_h0_s4096_c1_t1_m1
+f32:256x128256:1024:values:rotate:dist=logits|radix_f32_b512_r11_h0_s4096_c1_t2_m1
+f32:1024x16384:1024|radix_f32_b512_r11_h0_s4096_c1_t2_m1"}
+      probe_four defaults-probe "the default beside the ids, normal (logits) / shifted / plateau / 16 values" default \
+        "$DEFAULT_SHAPES" ;;
     *) log "unknown stage $stage" ;;
   esac
 done
