@@ -188,8 +188,8 @@ class Filter final : public Family {
   // rows are enough to spread over the GPU (at least 16, and at least one
   // for every 8 SMs) and k is at most n / 8: a guessed start, one CTA a row.
   // Measured against the radix default it replaces there
-  // (scripts/device/default-sweep.sh; docs/PERFORMANCE.md, "The default for
-  // many long rows"): from 32 rows on 0.24-1.05x its time on normal rows,
+  // (scripts/device/default-sweep.sh; docs/PERFORMANCE.md, "The defaults for
+  // rows over 8192"): from 32 rows on 0.24-1.05x its time on normal rows,
   // at 16 rows 0.84-1.32x, and it does not collapse on shifted rows, where the
   // radix default took up to 3.9x its normal time. Fewer rows keep the radix
   // default's clusters, which spread a row over up to 16 SMs (8 rows of

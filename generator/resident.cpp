@@ -1,5 +1,6 @@
 #include "generator/resident.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 #include "topk/args.h"
@@ -14,7 +15,9 @@ Status Broken(const std::string& constraint, const std::string& what) {
 constexpr int64_t kShortestRow = 513;    // shorter rows fit a warp: the warp family's
 constexpr int64_t kLongestRow = 16384;   // 1024 threads x 16 keys in registers
 constexpr int64_t kLongestCtaRow = 65536;  // one CTA's positions fit 16 bits
-constexpr int64_t kDefaultLongestRow = 8192;
+constexpr int64_t kDefaultLongestRow = 8192;           // one CTA a row, the default's
+constexpr int64_t kDefaultLongestClusterRow = 131072;  // a cluster a row, the default's
+constexpr int64_t kDefaultClusterRows = 8;             // the most rows the cluster default serves
 constexpr int kMaxRowsPerCta = 8;        // a named barrier and 3 KB of shared memory each
 constexpr int kGroupStaticBytes = 3120;  // resident::Group: 3 histograms and 12 words
 
@@ -158,6 +161,11 @@ class Resident final : public Family {
           add(r);
         }
       }
+    // The default, where the rules above do not reach it (its clusters hold
+    // 16 keys a thread at 65536 and 131072, where FitItems takes the fewest).
+    if (auto d = Default(p, arch); d && (opts.include_cluster || ResidentParams::Of(*d).cluster == 1) &&
+                                    std::find(out.begin(), out.end(), *d) == out.end())
+      out.push_back(*d);
     return out;
   }
 
@@ -207,9 +215,34 @@ class Resident final : public Family {
   // 114, 1024 x 4096 k128 22.7 against 50.6, bf16 1024 x 2048 k16 9.7
   // against 34.9); the group the smallest power of two that then holds the
   // row, at most 1024 threads (64 x 8192 k256 7.38 against 8.46). Longer rows
-  // go to the radix family, which led at 1 x 16384 (9.00 against 10.07).
+  // in one CTA lost to the radix default (1 x 16384: 10.07 against 9.00).
+  //
+  // Up to 8 rows of 8193 to 131072 elements on a GPU with clusters: a
+  // cluster per row, every cluster resident at once (H200, against the radix
+  // default's clusters on normal and shifted rows, each verified exact;
+  // docs/PERFORMANCE.md, "The defaults for rows over 8192"): 0.67-1.18x its
+  // time on normal rows, at most 1.36x its own normal time on shifted rows
+  // where the radix default took up to 2.02x. 512 threads of 8 keys over 4
+  // CTAs up to 16384 keys, of 16 over 8 CTAs up to 65536; past that 16 CTAs
+  // for one or two rows (1 x 131072 k2048: 11.46 us against 13.76), 8 CTAs of
+  // 1024 threads beyond (8 x 131072 k2048: 14.30 against 22.22 for 16 CTAs
+  // and 20.48 for the radix default). Longer rows keep the radix default,
+  // which led there on normal rows (1 x 524288 k8: 15.4 against 23.0).
   std::optional<Config> Default(const Problem& p, const Arch& arch) const override {
-    if (p.n < kShortestRow || p.n > kDefaultLongestRow) return std::nullopt;
+    if (p.n > kDefaultLongestRow) {
+      if (p.n > kDefaultLongestClusterRow || p.batch > kDefaultClusterRows || !arch.clusters()) return std::nullopt;
+      ResidentParams r{p.dtype, 512, 512, p.n <= 16384 ? 8 : 16};
+      r.cluster = p.n <= 16384 ? 4 : p.n <= 65536 ? 8 : 16;
+      if (r.cluster == 16 && p.batch > 2) {
+        r = ResidentParams{p.dtype, 1024, 1024, 16};
+        r.cluster = 8;
+      }
+      const Config c = r.ToConfig();
+      if (p.batch * r.cluster > arch.sm_count || !Validate(c, arch).ok() || !ValidateFor(c, arch, p).ok())
+        return std::nullopt;
+      return c;
+    }
+    if (p.n < kShortestRow) return std::nullopt;
     int items = p.batch > 2LL * arch.sm_count ? 8 : 4;
     int g = 64;
     while (g < 1024 && static_cast<int64_t>(g) * items < p.n) g *= 2;

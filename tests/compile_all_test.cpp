@@ -12,6 +12,8 @@
 #include <fstream>
 #include <mutex>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "generator/config.hpp"
 #include "generator/radix.hpp"
@@ -90,8 +92,8 @@ TEST(CompileAllTest, EveryKernelCompilesForSm90AndSm80) {
           Problem p;
           p.dtype = dt;
           p.batch = batch;
-          p.n = 32768;
-          p.k = batch == 256 ? 8192 : 2048;  // k above n / 8, or few rows: the radix default
+          p.n = batch == 256 ? 32768 : 262144;
+          p.k = batch == 256 ? 8192 : 2048;  // k above n / 8, or few long rows: the radix default
           const gen::Config def = gen::DefaultConfig(p, *a);
           std::vector<gen::Config> refined = gen::RadixFamily().Refinements(def, p, *a);
           EXPECT_GE(refined.size(), 4u) << def.Id();
@@ -145,7 +147,7 @@ TEST(CompileAllTest, PrintsTheVariantSpaceOfThePresets) {
 
 // Except the filter family's 1024-thread defaults: at the 64-register cap
 // they spill a few words, and were measured the fastest nonetheless
-// (docs/PERFORMANCE.md, "The default for many long rows"); their stack stays
+// (docs/PERFORMANCE.md, "The defaults for rows over 8192"); their stack stays
 // small.
 TEST(CompileAllTest, DefaultConfigurationsHaveNoSpills) {
   for (const char* arch_name : {"sm_90", "sm_80"}) {
@@ -154,10 +156,13 @@ TEST(CompileAllTest, DefaultConfigurationsHaveNoSpills) {
     std::vector<gen::KernelSource> srcs;
     std::vector<std::string> what;
     for (DType dt : {DType::kF32, DType::kF16, DType::kBF16})
-      for (int64_t n : {64LL, 256LL, 512LL, 4096LL, 32768LL, 131072LL, 524288LL}) {
+      // 64 rows, and one row of 16384 and 131072 (the clustered defaults).
+      for (auto [batch, n] : std::vector<std::pair<int64_t, int64_t>>{
+               {64, 64}, {64, 256}, {64, 512}, {64, 4096}, {64, 32768}, {64, 131072}, {64, 524288}, {1, 16384},
+               {1, 131072}}) {
         Problem p;
         p.dtype = dt;
-        p.batch = 64;
+        p.batch = batch;
         p.n = n;
         p.k = std::min<int64_t>(n / 4, 2048);
         const gen::Config c = gen::DefaultConfig(p, *arch);

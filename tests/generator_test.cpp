@@ -273,8 +273,8 @@ TEST(StrategySwitchTest, BadSwitchesAreClearErrors) {
 // flipped from the automatic rule.
 TEST(StrategySwitchTest, RefinementsFlipOneAutomaticSwitchEach) {
   const char* sw[] = {"lane_atomics", "branch_free", "capture_only", "uniform_check", "prefetch"};
-  // Problems the radix default keeps: few rows, or k above n / 8.
-  for (const Problem& p : {Prob(DType::kF32, 8, 32768, 2048), Prob(DType::kBF16, 128, 65536, 16384),
+  // Problems the radix default keeps: few rows over 131072, or k above n / 8.
+  for (const Problem& p : {Prob(DType::kF32, 8, 262144, 2048), Prob(DType::kBF16, 128, 65536, 16384),
                            Prob(DType::kF32, 1, 524288, 512)}) {
     const Config def = DefaultConfig(p, Arch::Sm90());
     ASSERT_EQ(def.family, "radix") << p.ToString();
@@ -564,7 +564,7 @@ TEST(SpaceTest, DefaultTakesTheWarpBoundForManyFp32RowsAndSmallK) {
 TEST(SpaceTest, DefaultClustersFollowTheSmCount) {
   Arch big = Arch::Sm90(), small = Arch::Sm90();
   small.sm_count = 16;
-  const Problem p = Prob(DType::kF32, 8, 131072, 2048);
+  const Problem p = Prob(DType::kF32, 8, 262144, 2048);  // past the resident family's clusters
   EXPECT_EQ(R(DefaultConfig(p, big)).cluster, 16);  // 8 rows x 8 CTAs x 2 <= 132: doubled once more
   EXPECT_EQ(R(DefaultConfig(p, small)).cluster, 2);  // 8 rows x 2 CTAs x 2 > 16
 }
@@ -903,7 +903,26 @@ TEST(ResidentFamilyTest, ConstraintsEnumerationAndPlan) {
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 64, 8192, 256), arch), Config(ResidentParams{DType::kF32, 1024, 1024, 8}));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 513, 8), arch), Config(ResidentParams{DType::kF32, 256, 256, 4}));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 64, 8193, 256), arch).family, "filter");
-  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 8, 8193, 256), arch).family, "radix");
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 9, 8193, 256), arch).family, "radix");
+  // Up to 8 rows of 8193 to 131072 on a GPU with clusters: a cluster a row.
+  auto clustered = [](DType dt, int g, int items, int cl) {
+    ResidentParams r{dt, g, g, items};
+    r.cluster = cl;
+    return r.ToConfig();
+  };
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 8, 8193, 256), arch), clustered(DType::kF32, 512, 8, 4));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kBF16, 1, 16384, 2048), arch), clustered(DType::kBF16, 512, 8, 4));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 2, 65536, 8), arch), clustered(DType::kF32, 512, 16, 8));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 131072, 2048), arch), clustered(DType::kF32, 512, 16, 16));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 2, 131072, 2048), arch), clustered(DType::kF32, 512, 16, 16));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 3, 131072, 2048), arch), clustered(DType::kF32, 1024, 16, 8));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 8, 131072, 8), arch), clustered(DType::kF32, 1024, 16, 8));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 131073, 8), arch).family, "radix");
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 9, 32768, 8), arch).family, "radix");
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 32768, 8), Arch::Sm80()).family, "radix");  // no clusters
+  Arch few = arch;
+  few.sm_count = 16;
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 4, 32768, 8), few).family, "radix");  // 4 x 8 CTAs > 16 SMs
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 64, 512, 8), arch).family, "warp");
   // A winner carries over to rows that fill more than a quarter of its group.
   const Family& fam = *FindFamily("resident");

@@ -81,8 +81,8 @@ class FakeEvaluator final : public Evaluator {
 Problem Shape() {
   Problem p;
   p.dtype = DType::kF32;
-  p.batch = 8;  // few rows: the radix default (filter serves 16 and more)
-  p.n = 32768;
+  p.batch = 8;  // few long rows: the radix default (the resident family takes n <= 131072, filter 16 rows and more)
+  p.n = 262144;
   p.k = 2048;
   p.ranges = true;
   return p;
