@@ -17,7 +17,7 @@ constexpr int64_t kLongestRow = 16384;   // 1024 threads x 16 keys in registers
 constexpr int64_t kLongestCtaRow = 65536;  // one CTA's positions fit 16 bits
 constexpr int64_t kDefaultLongestRow = 8192;           // one CTA a row, the default's
 constexpr int64_t kDefaultLongestClusterRow = 131072;  // a cluster a row, the default's
-constexpr int64_t kDefaultClusterRows = 8;             // the most rows the cluster default serves
+constexpr int64_t kDefaultClusterRows = 12;            // the most rows the cluster default serves
 constexpr int kMaxRowsPerCta = 8;        // a named barrier and 3 KB of shared memory each
 constexpr int kGroupStaticBytes = 3120;  // resident::Group: 3 histograms and 12 words
 
@@ -217,12 +217,15 @@ class Resident final : public Family {
   // row, at most 1024 threads (64 x 8192 k256 7.38 against 8.46). Longer rows
   // in one CTA lost to the radix default (1 x 16384: 10.07 against 9.00).
   //
-  // Up to 8 rows of 8193 to 131072 elements on a GPU with clusters: a
-  // cluster per row, every cluster resident at once (H200, against the radix
-  // default's clusters on normal and shifted rows, each verified exact;
-  // docs/PERFORMANCE.md, "The defaults for rows over 8192"): 0.67-1.18x its
-  // time on normal rows, at most 1.36x its own normal time on shifted rows
-  // where the radix default took up to 2.02x. 512 threads of 8 keys over 4
+  // Up to 12 rows of 8193 to 131072 elements on a GPU with clusters: a
+  // cluster per row, every cluster resident at once (1, 2 and 8 rows on an
+  // H200, 12 on an H100, against the radix default's clusters on normal and
+  // shifted rows, each verified exact; docs/PERFORMANCE.md, "The defaults
+  // for rows over 8192"): 0.67-1.25x its time on normal rows, at most 1.36x
+  // its own normal time on shifted rows where the radix default took up to
+  // 2.11x. At 16 rows the 8-CTA clusters ran 1.5-1.8x slower than at 12 (16 x
+  // 65536 k8: 17.28 us against 11.13), more clusters than the GPU holds at
+  // once; 16 rows and more go to the filter family. 512 threads of 8 keys over 4
   // CTAs up to 16384 keys, of 16 over 8 CTAs up to 65536; past that 16 CTAs
   // for one or two rows (1 x 131072 k2048: 11.46 us against 13.76), 8 CTAs of
   // 1024 threads beyond (8 x 131072 k2048: 14.30 against 22.22 for 16 CTAs

@@ -903,8 +903,8 @@ TEST(ResidentFamilyTest, ConstraintsEnumerationAndPlan) {
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 64, 8192, 256), arch), Config(ResidentParams{DType::kF32, 1024, 1024, 8}));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 513, 8), arch), Config(ResidentParams{DType::kF32, 256, 256, 4}));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 64, 8193, 256), arch).family, "filter");
-  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 9, 8193, 256), arch).family, "radix");
-  // Up to 8 rows of 8193 to 131072 on a GPU with clusters: a cluster a row.
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 13, 8193, 256), arch).family, "radix");
+  // Up to 12 rows of 8193 to 131072 on a GPU with clusters: a cluster a row.
   auto clustered = [](DType dt, int g, int items, int cl) {
     ResidentParams r{dt, g, g, items};
     r.cluster = cl;
@@ -918,7 +918,8 @@ TEST(ResidentFamilyTest, ConstraintsEnumerationAndPlan) {
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 3, 131072, 2048), arch), clustered(DType::kF32, 1024, 16, 8));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 8, 131072, 8), arch), clustered(DType::kF32, 1024, 16, 8));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 131073, 8), arch).family, "radix");
-  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 9, 32768, 8), arch).family, "radix");
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 12, 32768, 8), arch), clustered(DType::kF32, 512, 16, 8));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 13, 32768, 8), arch).family, "radix");
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 32768, 8), Arch::Sm80()).family, "radix");  // no clusters
   Arch few = arch;
   few.sm_count = 16;
