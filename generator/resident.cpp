@@ -218,19 +218,20 @@ class Resident final : public Family {
   // in one CTA lost to the radix default (1 x 16384: 10.07 against 9.00).
   //
   // Up to 12 rows of 8193 to 131072 elements on a GPU with clusters: a
-  // cluster per row, every cluster resident at once (1, 2 and 8 rows on an
-  // H200, 12 on an H100, against the radix default's clusters on normal and
-  // shifted rows, each verified exact; docs/PERFORMANCE.md, "The defaults
-  // for rows over 8192"): 0.67-1.25x its time on normal rows, at most 1.36x
-  // its own normal time on shifted rows where the radix default took up to
-  // 2.11x. At 16 rows the 8-CTA clusters ran 1.5-1.8x slower than at 12 (16 x
-  // 65536 k8: 17.28 us against 11.13), more clusters than the GPU holds at
-  // once; 16 rows and more go to the filter family. 512 threads of 8 keys over 4
-  // CTAs up to 16384 keys, of 16 over 8 CTAs up to 65536; past that 16 CTAs
-  // for one or two rows (1 x 131072 k2048: 11.46 us against 13.76), 8 CTAs of
-  // 1024 threads beyond (8 x 131072 k2048: 14.30 against 22.22 for 16 CTAs
-  // and 20.48 for the radix default). Longer rows keep the radix default,
-  // which led there on normal rows (1 x 524288 k8: 15.4 against 23.0).
+  // cluster per row, every cluster resident at once. 512 threads of 8 keys
+  // over 4 CTAs up to 16384 keys, of 16 keys over 8 CTAs up to 65536; past
+  // that 16 CTAs for one or two rows (1 x 131072 k2048: 11.46 us against the
+  // radix default's 13.76), 8 CTAs of 1024 threads for more (8 x 131072
+  // k2048: 14.30 against 22.22 for 16 CTAs and 20.48 for the radix default).
+  // Measured with 1, 2 and 8 rows on an H200 and 12 on an H100, against the
+  // radix default on normal and shifted rows, each verified exact
+  // (docs/PERFORMANCE.md, "The defaults for rows over 8192"): 0.67-1.25x its
+  // time on normal rows, at most 1.36x its own normal time on shifted rows,
+  // where the radix default took up to 2.11x. At 16 rows the 8-CTA clusters
+  // ran 1.5-1.8x slower than at 12 (16 x 65536 k8: 17.28 us against 11.13),
+  // more clusters than the GPU runs at once: 16 rows and more go to the
+  // filter family. Longer rows keep the radix default, which led there on
+  // normal rows (1 x 524288 k8: 15.4 against 23.0).
   std::optional<Config> Default(const Problem& p, const Arch& arch) const override {
     if (p.n > kDefaultLongestRow) {
       if (p.n > kDefaultLongestClusterRow || p.batch > kDefaultClusterRows || !arch.clusters()) return std::nullopt;
