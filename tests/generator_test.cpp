@@ -728,7 +728,10 @@ TEST(FilterFamilyTest, ConstraintsEnumerationAndPlan) {
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 64, 32768, 2048), arch), filter_default(DType::kF32, 512, 2, 11, 2));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 16, 16384, 8), arch), filter_default(DType::kF32, 512, 2, 11, 2));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 256, 65536, 2048), arch), filter_default(DType::kF32, 256, 2, 8, 2));
-  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 256, 131072, 1024), arch), filter_default(DType::kF32, 1024, 2, 11, 1));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 256, 131072, 1024), arch), filter_default(DType::kF32, 256, 2, 8, 2));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 256, 131072, 2048), arch), filter_default(DType::kF32, 1024, 2, 11, 1));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 256, 131073, 8), arch), filter_default(DType::kF32, 1024, 2, 11, 1));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 131, 32768, 8), arch), filter_default(DType::kF32, 512, 2, 11, 2));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 256, 65536, 4096), arch), filter_default(DType::kF32, 1024, 2, 11, 1));
   EXPECT_EQ(DefaultConfig(Prob(DType::kBF16, 128, 201088, 64), arch), filter_default(DType::kBF16, 1024, 1, 8, 1));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF16, 1024, 32768, 4096), arch), filter_default(DType::kF16, 1024, 1, 8, 1));
