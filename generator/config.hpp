@@ -4,6 +4,7 @@
 // calls; everything builds and tests without a GPU.
 #pragma once
 
+#include <algorithm>
 #include <nlohmann/json_fwd.hpp>
 #include <iosfwd>
 #include <string>
@@ -64,6 +65,17 @@ struct Arch {
   int sm_count = 132;
   bool clusters() const { return cc_major >= 9; }
   int max_cluster() const { return clusters() ? 16 : 1; }
+  // Clusters of `size` CTAs (one CTA an SM) that run at once. A cluster
+  // takes SMs of one GPC, and the GPCs hold fewer clusters of 8 and 16 than
+  // sm_count / size: on the H100 (132 SMs) 16 rows of 8-CTA clusters and 8
+  // rows of 16-CTA ones ran in two waves, 14 and 6 in one
+  // (docs/PERFORMANCE.md, "The defaults for rows over 8192"). Scaled from
+  // those counts for other SM counts (a guess where the GPCs differ); 2 and
+  // 4 CTAs are taken to fill every SM.
+  int max_resident_clusters(int size) const {
+    if (size <= 4) return sm_count / std::max(size, 1);
+    return sm_count * (size <= 8 ? 14 : 6) / 132;
+  }
   std::string Name() const { return "sm_" + std::to_string(cc_major * 10 + cc_minor); }
   static Arch Sm80();
   static Arch Sm90();

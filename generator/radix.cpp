@@ -180,7 +180,8 @@ class Radix final : public Family {
     c.dtype = p.dtype;
     // One CTA per row, 11-bit digits on the exact key, a 4096-candidate
     // buffer and the row cached; rows too few to fill the GPU split over a
-    // cluster (up to 16 CTAs, while each still gets >= 8K elements). 512
+    // cluster (up to 16 CTAs, while each still gets >= 8K elements and every
+    // cluster runs at once: Arch::max_resident_clusters). 512
     // threads, not the often faster 1024: at 1024 the 64-register cap makes
     // the kernel spill, and a default must not (the tuner may still pick 1024).
     c.block_threads = p.n > 4096 ? 512 : 256;
@@ -188,7 +189,7 @@ class Radix final : public Family {
     c.half_first = false;
     c.cluster = 1;
     if (arch.clusters())
-      while (c.cluster < 16 && p.batch * c.cluster * 2 <= arch.sm_count && p.n / (c.cluster * 2) >= 8192)
+      while (c.cluster < 16 && p.batch <= arch.max_resident_clusters(c.cluster * 2) && p.n / (c.cluster * 2) >= 8192)
         c.cluster *= 2;
     c.smem_buffer = 4096;
     c.rounds = c.passes() - 1;

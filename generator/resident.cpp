@@ -242,7 +242,7 @@ class Resident final : public Family {
         r.cluster = 8;
       }
       const Config c = r.ToConfig();
-      if (p.batch * r.cluster > arch.sm_count || !Validate(c, arch).ok() || !ValidateFor(c, arch, p).ok())
+      if (p.batch > arch.max_resident_clusters(r.cluster) || !Validate(c, arch).ok() || !ValidateFor(c, arch, p).ok())
         return std::nullopt;
       return c;
     }

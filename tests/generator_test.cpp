@@ -560,13 +560,21 @@ TEST(SpaceTest, DefaultTakesTheWarpBoundForManyFp32RowsAndSmallK) {
 }
 
 // The default's cluster rule reads the architecture's SM count: a GPU with
-// fewer SMs splits fewer rows over clusters.
+// fewer SMs splits fewer rows over clusters, and every cluster must run at
+// once (Arch::max_resident_clusters: 14 of 8 CTAs and 6 of 16 on 132 SMs).
 TEST(SpaceTest, DefaultClustersFollowTheSmCount) {
   Arch big = Arch::Sm90(), small = Arch::Sm90();
   small.sm_count = 16;
+  EXPECT_EQ(big.max_resident_clusters(2), 66);
+  EXPECT_EQ(big.max_resident_clusters(4), 33);
+  EXPECT_EQ(big.max_resident_clusters(8), 14);
+  EXPECT_EQ(big.max_resident_clusters(16), 6);
   const Problem p = Prob(DType::kF32, 8, 262144, 2048);  // past the resident family's clusters
-  EXPECT_EQ(R(DefaultConfig(p, big)).cluster, 16);  // 8 rows x 8 CTAs x 2 <= 132: doubled once more
-  EXPECT_EQ(R(DefaultConfig(p, small)).cluster, 2);  // 8 rows x 2 CTAs x 2 > 16
+  EXPECT_EQ(R(DefaultConfig(p, big)).cluster, 8);  // 8 clusters of 16 CTAs would run in two waves
+  EXPECT_EQ(R(DefaultConfig(p, small)).cluster, 2);  // 8 rows x 4 CTAs > 16
+  EXPECT_EQ(R(DefaultConfig(Prob(DType::kF32, 6, 262144, 2048), big)).cluster, 16);
+  EXPECT_EQ(R(DefaultConfig(Prob(DType::kF32, 14, 262144, 2048), big)).cluster, 8);
+  EXPECT_EQ(R(DefaultConfig(Prob(DType::kF32, 15, 262144, 2048), big)).cluster, 4);
 }
 
 TEST(ArchTest, FromName) {
