@@ -194,8 +194,8 @@ class Filter final : public Family {
   // radix default took up to 3.9x its normal time. Fewer rows take the
   // resident family's clusters (up to 12 rows of up to 131072) or the radix
   // default's, which spread a row over up to 16 SMs (8 rows of 524288, k 8:
-  // 29.0 us on 16 CTAs, 25.0 on 8, against 52.2); so does a larger k (1024 x 16384, k 4096: 96 us
-  // against 139).
+  // 29.0 us on 16 CTAs, 25.0 on 8, against 52.2); so does a larger k (1024 x
+  // 16384, k 4096: 96 us against 139).
   std::optional<Config> Default(const Problem& p, const Arch& arch) const override {
     if (p.n <= 8192 || p.k * 8 > p.n || p.batch < std::max(16, arch.sm_count / 8)) return std::nullopt;
     FilterParams f;
