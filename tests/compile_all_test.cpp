@@ -155,6 +155,7 @@ TEST(CompileAllTest, DefaultConfigurationsHaveNoSpills) {
     ASSERT_TRUE(arch.ok());
     std::vector<gen::KernelSource> srcs;
     std::vector<std::string> what;
+    std::vector<bool> may_spill;  // the filter family's 1024-thread defaults
     for (DType dt : {DType::kF32, DType::kF16, DType::kBF16})
       // 64 rows, and one row of 16384 and 131072 (the clustered defaults).
       for (auto [batch, n] : std::vector<std::pair<int64_t, int64_t>>{
@@ -168,6 +169,7 @@ TEST(CompileAllTest, DefaultConfigurationsHaveNoSpills) {
         const gen::Config c = gen::DefaultConfig(p, *arch);
         srcs.push_back(gen::GenerateSource(c));
         what.push_back(std::string(arch_name) + " " + p.ToString() + " -> " + c.Id());
+        may_spill.push_back(c.family == "filter" && c.Get("block_threads") == 1024);
       }
     auto store = jit::MakeDirectoryStore(CubinDir());
     int f = 0;
@@ -177,7 +179,7 @@ TEST(CompileAllTest, DefaultConfigurationsHaveNoSpills) {
       std::printf("default %-68s regs %3d stack %3d spill stores %d loads %d\n", what[i].c_str(),
                   res[i].usage.registers, res[i].usage.stack_bytes, res[i].usage.spill_stores,
                   res[i].usage.spill_loads);
-      if (what[i].find("-> filter_") != std::string::npos && what[i].find("_b1024_") != std::string::npos)
+      if (may_spill[i])
         EXPECT_LE(res[i].usage.stack_bytes, 64) << what[i];
       else
         EXPECT_FALSE(res[i].usage.spills()) << what[i];
