@@ -18,6 +18,8 @@ constexpr int64_t kLongestCtaRow = 65536;  // one CTA's positions fit 16 bits
 constexpr int64_t kDefaultLongestRow = 8192;           // one CTA a row, the default's
 constexpr int64_t kDefaultLongestClusterRow = 131072;  // a cluster a row, the default's
 constexpr int64_t kDefaultClusterRows = 12;            // the most rows the cluster default serves
+constexpr int64_t kDefaultLongestSharedRow = 524288;   // 16 CTAs, 16 keys a thread in registers and shared memory
+constexpr int64_t kDefaultLeastLongRowK = 64;          // past 131072 smaller k keep the radix default
 constexpr int kMaxRowsPerCta = 8;        // a named barrier and 3 KB of shared memory each
 constexpr int kGroupStaticBytes = 3120;  // resident::Group: 3 histograms and 12 words
 
@@ -230,16 +232,36 @@ class Resident final : public Family {
   // where the radix default took up to 2.11x. At 16 rows the 8-CTA clusters
   // ran 1.5-1.8x slower than at 12 (16 x 65536 k8: 17.28 us against 11.13),
   // more clusters than the GPU runs at once: 16 rows and more go to the
-  // filter family. Longer rows keep the radix default, which led there on
-  // normal rows (1 x 524288 k8: 15.4 against 23.0).
+  // filter family.
+  //
+  // Up to max_resident_clusters(16) rows (6 on 132 SMs) of 131073 to 524288
+  // elements with k >= 64: 16 CTAs of 1024 threads, 16 keys each in
+  // registers and past 262144 16 more in shared memory. Scored as the tuner
+  // scores, max(normal, shifted / 1.25), against the radix default (H200,
+  // 1-6 rows of 196608, 262144 and 524288, k 8 to 2048, each verified exact;
+  // docs/PERFORMANCE.md): 1 x 524288 k2048 23.35 / 26.24 us against 20.88 /
+  // 35.65, 1 x 262144 k2048 15.45 / 17.81 against 17.47 / 25.21, bf16
+  // 1 x 262144 k64 12.82 / 12.55 against 11.50 / 18.66. Below k 64 the radix
+  // default scores better (1 x 524288 k8: 15.48 / 25.43 against 23.15 /
+  // 22.80) and stays, as it does for longer rows and more rows.
   std::optional<Config> Default(const Problem& p, const Arch& arch) const override {
     if (p.n > kDefaultLongestRow) {
-      if (p.n > kDefaultLongestClusterRow || p.batch > kDefaultClusterRows || !arch.clusters()) return std::nullopt;
+      if (!arch.clusters()) return std::nullopt;
       ResidentParams r{p.dtype, 512, 512, p.n <= 16384 ? 8 : 16};
-      r.cluster = p.n <= 16384 ? 4 : p.n <= 65536 ? 8 : 16;
-      if (r.cluster == 16 && p.batch > 2) {
+      if (p.n <= kDefaultLongestClusterRow) {
+        if (p.batch > kDefaultClusterRows) return std::nullopt;
+        r.cluster = p.n <= 16384 ? 4 : p.n <= 65536 ? 8 : 16;
+        if (r.cluster == 16 && p.batch > 2) {
+          r = ResidentParams{p.dtype, 1024, 1024, 16};
+          r.cluster = 8;
+        }
+      } else {
+        // Longer rows: 16 CTAs of 1024 threads, 16 keys each in registers
+        // and, past 262144, 16 more in shared memory.
+        if (p.n > kDefaultLongestSharedRow || p.k < kDefaultLeastLongRowK) return std::nullopt;
         r = ResidentParams{p.dtype, 1024, 1024, 16};
-        r.cluster = 8;
+        r.cluster = 16;
+        if (p.n > r.capacity()) r.shared = FitShared(16 * 1024, 16, p.n);
       }
       const Config c = r.ToConfig();
       if (p.batch > arch.max_resident_clusters(r.cluster) || !Validate(c, arch).ok() || !ValidateFor(c, arch, p).ok())

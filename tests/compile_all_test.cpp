@@ -145,8 +145,9 @@ TEST(CompileAllTest, PrintsTheVariantSpaceOfThePresets) {
   EXPECT_GT(variants, kernels);
 }
 
-// The defaults do not spill, but for the filter family's 1024-thread ones:
-// at the 64-register cap they spill a few words and were measured the
+// The defaults do not spill, but for the filter and resident families'
+// 1024-thread ones: at the 64-register cap they spill a few words (the
+// resident clusters' 16 keys a thread up to 80 bytes) and were measured the
 // fastest nonetheless (docs/PERFORMANCE.md, "The defaults for rows over
 // 8192"); their stack stays small.
 TEST(CompileAllTest, DefaultConfigurationsHaveNoSpills) {
@@ -155,12 +156,12 @@ TEST(CompileAllTest, DefaultConfigurationsHaveNoSpills) {
     ASSERT_TRUE(arch.ok());
     std::vector<gen::KernelSource> srcs;
     std::vector<std::string> what;
-    std::vector<bool> may_spill;  // the filter family's 1024-thread defaults
+    std::vector<bool> may_spill;  // the filter and resident families' 1024-thread defaults
     for (DType dt : {DType::kF32, DType::kF16, DType::kBF16})
-      // 64 rows, and one row of 16384 and 131072 (the clustered defaults).
+      // 64 rows, and one row of 16384 to 524288 (the clustered defaults).
       for (auto [batch, n] : std::vector<std::pair<int64_t, int64_t>>{
                {64, 64}, {64, 256}, {64, 512}, {64, 4096}, {64, 32768}, {64, 131072}, {64, 524288}, {1, 16384},
-               {1, 131072}}) {
+               {1, 131072}, {1, 262144}, {1, 524288}}) {
         Problem p;
         p.dtype = dt;
         p.batch = batch;
@@ -169,7 +170,7 @@ TEST(CompileAllTest, DefaultConfigurationsHaveNoSpills) {
         const gen::Config c = gen::DefaultConfig(p, *arch);
         srcs.push_back(gen::GenerateSource(c));
         what.push_back(std::string(arch_name) + " " + p.ToString() + " -> " + c.Id());
-        may_spill.push_back(c.family == "filter" && c.Get("block_threads") == 1024);
+        may_spill.push_back((c.family == "filter" || c.family == "resident") && c.Get("block_threads") == 1024);
       }
     auto store = jit::MakeDirectoryStore(CubinDir());
     int f = 0;
@@ -180,7 +181,7 @@ TEST(CompileAllTest, DefaultConfigurationsHaveNoSpills) {
                   res[i].usage.registers, res[i].usage.stack_bytes, res[i].usage.spill_stores,
                   res[i].usage.spill_loads);
       if (may_spill[i])
-        EXPECT_LE(res[i].usage.stack_bytes, 64) << what[i];
+        EXPECT_LE(res[i].usage.stack_bytes, 96) << what[i];
       else
         EXPECT_FALSE(res[i].usage.spills()) << what[i];
     }

@@ -273,9 +273,10 @@ TEST(StrategySwitchTest, BadSwitchesAreClearErrors) {
 // flipped from the automatic rule.
 TEST(StrategySwitchTest, RefinementsFlipOneAutomaticSwitchEach) {
   const char* sw[] = {"lane_atomics", "branch_free", "capture_only", "uniform_check", "prefetch"};
-  // Problems the radix default keeps: few rows over 131072, or k above n / 8.
+  // Problems the radix default keeps: more than 6 rows over 131072, k below
+  // 64 there, or k above n / 8.
   for (const Problem& p : {Prob(DType::kF32, 8, 262144, 2048), Prob(DType::kBF16, 128, 65536, 16384),
-                           Prob(DType::kF32, 1, 524288, 512)}) {
+                           Prob(DType::kF32, 1, 524288, 32)}) {
     const Config def = DefaultConfig(p, Arch::Sm90());
     ASSERT_EQ(def.family, "radix") << p.ToString();
     const RadixParams d = RadixParams::Of(def);
@@ -572,7 +573,7 @@ TEST(SpaceTest, DefaultClustersFollowTheSmCount) {
   const Problem p = Prob(DType::kF32, 8, 262144, 2048);  // past the resident family's clusters
   EXPECT_EQ(R(DefaultConfig(p, big)).cluster, 8);  // 8 clusters of 16 CTAs would run in two waves
   EXPECT_EQ(R(DefaultConfig(p, small)).cluster, 2);  // 8 rows x 4 CTAs > 16
-  EXPECT_EQ(R(DefaultConfig(Prob(DType::kF32, 6, 262144, 2048), big)).cluster, 16);
+  EXPECT_EQ(R(DefaultConfig(Prob(DType::kF32, 6, 262144, 8), big)).cluster, 16);  // k 8: not the resident family's
   EXPECT_EQ(R(DefaultConfig(Prob(DType::kF32, 14, 262144, 2048), big)).cluster, 8);
   EXPECT_EQ(R(DefaultConfig(Prob(DType::kF32, 15, 262144, 2048), big)).cluster, 4);
 }
@@ -928,7 +929,22 @@ TEST(ResidentFamilyTest, ConstraintsEnumerationAndPlan) {
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 2, 131072, 2048), arch), clustered(DType::kF32, 512, 16, 16));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 3, 131072, 2048), arch), clustered(DType::kF32, 1024, 16, 8));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 8, 131072, 8), arch), clustered(DType::kF32, 1024, 16, 8));
-  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 131073, 8), arch).family, "radix");
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 131073, 8), arch).family, "radix");  // k < 64
+  // Up to 6 rows (132 SMs) of 131073 to 524288 with k >= 64: 16 CTAs of
+  // 1024 threads, 16 more keys a thread in shared memory past 262144.
+  ResidentParams long_row{DType::kF32, 1024, 1024, 16};
+  long_row.cluster = 16;
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 131073, 64), arch), long_row.ToConfig());
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 6, 262144, 2048), arch), long_row.ToConfig());
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 131073, 63), arch).family, "radix");
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 7, 262144, 2048), arch).family, "radix");  // 7 x 16 CTAs: two waves
+  long_row.shared = 16;
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 262145, 2048), arch), long_row.ToConfig());
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 6, 524288, 64), arch), long_row.ToConfig());
+  long_row.dtype = DType::kBF16;
+  EXPECT_EQ(DefaultConfig(Prob(DType::kBF16, 1, 524288, 64), arch), long_row.ToConfig());
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 524289, 2048), arch).family, "radix");
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 524288, 2048), Arch::Sm80()).family, "radix");  // no clusters
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 12, 32768, 8), arch), clustered(DType::kF32, 512, 16, 8));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 13, 32768, 8), arch).family, "radix");
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 32768, 8), Arch::Sm80()).family, "radix");  // no clusters
