@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <nlohmann/json_fwd.hpp>
 #include <iosfwd>
 #include <string>
@@ -65,16 +66,22 @@ struct Arch {
   int sm_count = 132;
   bool clusters() const { return cc_major >= 9; }
   int max_cluster() const { return clusters() ? 16 : 1; }
-  // Clusters of `size` CTAs (one CTA an SM) that run at once. A cluster
-  // takes SMs of one GPC, and the GPCs hold fewer clusters of 8 and 16 than
-  // sm_count / size: on the H100 (132 SMs) 16 rows of 8-CTA clusters and 8
-  // rows of 16-CTA ones ran in two waves, 14 and 6 in one
-  // (docs/PERFORMANCE.md, "The defaults for rows over 8192"). Scaled from
-  // those counts for other SM counts (a guess where the GPCs differ); 2 and
-  // 4 CTAs are taken to fill every SM.
+  // Clusters of 1, 2, 4, 8 and 16 CTAs, one CTA an SM, that the device runs
+  // at once (cuOccupancyMaxActiveClusters, jit::QueryDevice); 0 where no
+  // device answered.
+  std::array<int, 5> resident_clusters{};
+  // Clusters of `size` CTAs (one CTA an SM) that run at once: the device's
+  // answer, else a fit. A cluster takes SMs of one GPC, so the GPCs hold
+  // fewer clusters of 4 to 16 than sm_count / size: an H200's driver answers
+  // 66, 30, 15 and 7 for 2, 4, 8 and 16 CTAs on its 132 SMs; on an H100 16
+  // rows of 8-CTA clusters and 8 rows of 16-CTA ones ran in two waves, on an
+  // H200 15 and 7 ran in one (docs/PERFORMANCE.md, "The defaults for rows
+  // over 8192"). The fit scales those counts to other SM counts.
   int max_resident_clusters(int size) const {
-    if (size <= 4) return sm_count / std::max(size, 1);
-    return sm_count * (size <= 8 ? 14 : 6) / 132;
+    const int i = size <= 1 ? 0 : size <= 2 ? 1 : size <= 4 ? 2 : size <= 8 ? 3 : 4;
+    if (resident_clusters[i] > 0) return resident_clusters[i];
+    if (size <= 2) return sm_count / std::max(size, 1);
+    return sm_count * (size <= 4 ? 30 : size <= 8 ? 15 : 7) / 132;
   }
   std::string Name() const { return "sm_" + std::to_string(cc_major * 10 + cc_minor); }
   static Arch Sm80();

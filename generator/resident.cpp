@@ -17,7 +17,7 @@ constexpr int64_t kLongestRow = 16384;   // 1024 threads x 16 keys in registers
 constexpr int64_t kLongestCtaRow = 65536;  // one CTA's positions fit 16 bits
 constexpr int64_t kDefaultLongestRow = 8192;           // one CTA a row, the default's
 constexpr int64_t kDefaultLongestClusterRow = 131072;  // a cluster a row, the default's
-constexpr int64_t kDefaultClusterRows = 12;            // the most rows the cluster default serves
+constexpr int64_t kDefaultClusterRows = 15;            // the most rows the cluster default serves
 constexpr int64_t kDefaultLongestSharedRow = 524288;   // 16 CTAs, 16 keys a thread in registers and shared memory
 constexpr int64_t kDefaultLeastLongRowK = 64;          // past 131072 smaller k keep the radix default
 constexpr int kMaxRowsPerCta = 8;        // a named barrier and 3 KB of shared memory each
@@ -219,7 +219,7 @@ class Resident final : public Family {
   // row, at most 1024 threads (64 x 8192 k256 7.38 against 8.46). Longer rows
   // in one CTA lost to the radix default (1 x 16384: 10.07 against 9.00).
   //
-  // Up to 12 rows of 8193 to 131072 elements on a GPU with clusters: a
+  // Up to 15 rows of 8193 to 131072 elements on a GPU with clusters: a
   // cluster per row, every cluster resident at once. 512 threads of 8 keys
   // over 4 CTAs up to 16384 keys, of 16 keys over 8 CTAs up to 65536; past
   // that 16 CTAs for one or two rows (1 x 131072 k2048: 11.46 us against the
@@ -229,10 +229,12 @@ class Resident final : public Family {
   // radix default on normal and shifted rows, each verified exact
   // (docs/PERFORMANCE.md, "The defaults for rows over 8192"): 0.67-1.25x its
   // time on normal rows, at most 1.36x its own normal time on shifted rows,
-  // where the radix default took up to 2.11x. At 16 rows the 8-CTA clusters
-  // ran 1.5-1.8x slower than at 12 (16 x 65536 k8: 17.28 us against 11.13),
-  // more clusters than the GPU runs at once: 16 rows and more go to the
-  // filter family.
+  // where the radix default took up to 2.11x; 13 to 15 rows on an H200
+  // likewise (15 x 131072 k8: 14.20 / 15.65 us against 14.27 / 29.94; the
+  // slowest against it 13 x 32768 k8, 9.30 / 9.35 against 8.20 / 15.00). At
+  // 16 rows the 8-CTA clusters ran 1.5-1.8x slower than at 12 (H100, 16 x
+  // 65536 k8: 17.28 us against 11.13), more clusters than the GPU runs at
+  // once: 16 rows and more go to the filter family.
   //
   // Up to max_resident_clusters(16) rows (6 on 132 SMs) of 131073 to 524288
   // elements with k >= 64: 16 CTAs of 1024 threads, 16 keys each in

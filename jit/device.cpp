@@ -19,6 +19,7 @@ gen::Arch DeviceInfo::ToArch() const {
   a.cc_minor = cc_minor;
   if (max_smem_optin > 0) a.max_smem_optin = max_smem_optin;
   if (sm_count > 0) a.sm_count = sm_count;
+  a.resident_clusters = resident_clusters;
   return a;
 }
 
@@ -36,6 +37,7 @@ nlohmann::json DeviceInfo::ToJson() const {
           {"driver_version", driver_version},
           {"compiler_version", compiler_version},
           {"uuid", uuid},
+          {"resident_clusters", resident_clusters},
           {"fingerprint", Fingerprint()}};
 }
 
@@ -54,6 +56,7 @@ StatusOr<DeviceInfo> DeviceInfo::FromJson(const nlohmann::json& j) {
     d.driver_version = j.value("driver_version", 0);
     d.compiler_version = j.value("compiler_version", std::string());
     d.uuid = j.value("uuid", std::string());
+    if (j.contains("resident_clusters")) d.resident_clusters = j.at("resident_clusters").get<std::array<int, 5>>();
   } catch (const nlohmann::json::exception& e) {
     return Status(Code::kInvalidArgument, "DeviceInfo::FromJson", e.what());
   }
@@ -80,6 +83,36 @@ Status DeviceOf(const char* where, int ordinal, CUdevice* dev) {
     return Status(Code::kNotFound, where,
                   "no CUDA device " + std::to_string(ordinal) + " (this machine has " + std::to_string(count) + ")");
   TOPK_CU(cuDeviceGet, dev, ordinal);
+  return Status::Ok();
+}
+
+// Clusters of 1, 2, 4, 8 and 16 CTAs the device runs at once with one CTA an
+// SM (what the defaults' kernels take): cuOccupancyMaxActiveClusters for an
+// empty kernel, which the driver builds from PTX, asking for a CTA's whole
+// shared memory. The primary context is retained for the query only.
+Status QueryResidentClusters(CUdevice dev, int max_smem_optin, std::array<int, 5>* out) {
+  static const char kPtx[] =
+      ".version 7.8\n.target sm_90\n.address_size 64\n.visible .entry topk_cluster_probe()\n{\n  ret;\n}\n";
+  CUcontext ctx = nullptr;
+  TOPK_CU(cuDevicePrimaryCtxRetain, &ctx, dev);
+  struct Release {
+    CUdevice dev;
+    ~Release() { (*GetDriver())->cuDevicePrimaryCtxRelease(dev); }
+  } release{dev};
+  ContextGuard guard(ctx);
+  TOPK_RETURN_IF_ERROR(guard.status());
+  TOPK_ASSIGN_OR_RETURN(auto module, Module::Load(std::vector<char>(kPtx, kPtx + sizeof(kPtx)), "topk_cluster_probe"));
+  std::array<int, 5> counts{};
+  for (size_t i = 0; i < counts.size(); ++i) {
+    LaunchShape s;
+    s.cluster = 1u << i;
+    s.grid = s.cluster;
+    s.block = 1024;
+    s.smem_bytes = max_smem_optin;
+    TOPK_RETURN_IF_ERROR(PrepareFunction(module->function(), s, max_smem_optin));
+    TOPK_ASSIGN_OR_RETURN(counts[i], ResidentClusters(module->function(), s));
+  }
+  *out = counts;
   return Status::Ok();
 }
 
@@ -116,6 +149,9 @@ StatusOr<DeviceInfo> QueryDevice(int ordinal) {
     for (int i = 0; i < 16; ++i) std::snprintf(hex + 2 * i, 3, "%02x", static_cast<unsigned char>(u.bytes[i]));
     d.uuid = hex;
     d.compiler_version = NvrtcVersion();
+    // Where the driver cannot answer, the defaults use Arch's fit instead.
+    if (d.cc_major >= 9 && !QueryResidentClusters(dev, d.max_smem_optin, &d.resident_clusters).ok())
+      d.resident_clusters = {};
     return Status::Ok();
   };
   TOPK_RETURN_IF_ERROR(run());

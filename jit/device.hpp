@@ -4,6 +4,7 @@
 
 #include <cuda.h>
 
+#include <array>
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
@@ -31,6 +32,9 @@ struct DeviceInfo {
   int driver_version = 0;  // e.g. 13000
   std::string compiler_version;  // NVRTC
   std::string uuid;
+  // Clusters of 1, 2, 4, 8 and 16 CTAs, one CTA an SM, that run at once
+  // (cuOccupancyMaxActiveClusters; sm_90 and newer, else zeros).
+  std::array<int, 5> resident_clusters{};
 
   // Name, compute capability, SM count and L2 size: two devices with equal
   // fingerprints share tuning results. Driver and NVRTC versions are kept

@@ -64,11 +64,12 @@ class LibraryImpl final : public Library {
     if (o.device < 0) return InvalidArgument("Library::Open", "device must be >= 0, got " + std::to_string(o.device));
     auto lib = std::unique_ptr<LibraryImpl>(new LibraryImpl());
     lib->options_ = o;
+    // The context first: the device query's cluster probe then reuses it.
+    TOPK_ASSIGN_OR_RETURN(lib->ctx_, jit::Context::Primary(o.device));
     TOPK_ASSIGN_OR_RETURN(lib->info_, jit::QueryDevice(o.device));
     if (lib->info_.cc_major < 8)
       return Status(Code::kUnimplemented, "Library::Open",
                     lib->info_.name + " is " + lib->info_.ArchName() + "; topk-tune needs sm_80 or newer");
-    TOPK_ASSIGN_OR_RETURN(lib->ctx_, jit::Context::Primary(o.device));
     lib->arch_ = lib->info_.ToArch();
     lib->description_ = lib->info_.name + " " + lib->info_.ArchName() + " " + std::to_string(lib->info_.sm_count) + " SMs";
     if (!o.cache_path.empty()) {

@@ -562,20 +562,34 @@ TEST(SpaceTest, DefaultTakesTheWarpBoundForManyFp32RowsAndSmallK) {
 
 // The default's cluster rule reads the architecture's SM count: a GPU with
 // fewer SMs splits fewer rows over clusters, and every cluster must run at
-// once (Arch::max_resident_clusters: 14 of 8 CTAs and 6 of 16 on 132 SMs).
+// once (Arch::max_resident_clusters: the device's answer, else a fit of 15
+// clusters of 8 CTAs and 7 of 16 on 132 SMs).
 TEST(SpaceTest, DefaultClustersFollowTheSmCount) {
   Arch big = Arch::Sm90(), small = Arch::Sm90();
   small.sm_count = 16;
+  EXPECT_EQ(big.max_resident_clusters(1), 132);
   EXPECT_EQ(big.max_resident_clusters(2), 66);
-  EXPECT_EQ(big.max_resident_clusters(4), 33);
-  EXPECT_EQ(big.max_resident_clusters(8), 14);
-  EXPECT_EQ(big.max_resident_clusters(16), 6);
+  EXPECT_EQ(big.max_resident_clusters(4), 30);
+  EXPECT_EQ(big.max_resident_clusters(8), 15);
+  EXPECT_EQ(big.max_resident_clusters(16), 7);
+  EXPECT_EQ(small.max_resident_clusters(4), 3);
   const Problem p = Prob(DType::kF32, 8, 262144, 2048);  // past the resident family's clusters
   EXPECT_EQ(R(DefaultConfig(p, big)).cluster, 8);  // 8 clusters of 16 CTAs would run in two waves
   EXPECT_EQ(R(DefaultConfig(p, small)).cluster, 2);  // 8 rows x 4 CTAs > 16
-  EXPECT_EQ(R(DefaultConfig(Prob(DType::kF32, 6, 262144, 8), big)).cluster, 16);  // k 8: not the resident family's
-  EXPECT_EQ(R(DefaultConfig(Prob(DType::kF32, 14, 262144, 2048), big)).cluster, 8);
-  EXPECT_EQ(R(DefaultConfig(Prob(DType::kF32, 15, 262144, 2048), big)).cluster, 4);
+  EXPECT_EQ(R(DefaultConfig(Prob(DType::kF32, 7, 262144, 8), big)).cluster, 16);  // k 8: not the resident family's
+  EXPECT_EQ(R(DefaultConfig(Prob(DType::kF32, 15, 262144, 2048), big)).cluster, 8);
+  // The device's answer wins over the fit: a GPU whose GPCs hold 6 clusters
+  // of 16 CTAs and 14 of 8 gets smaller clusters and fewer resident rows.
+  Arch answered = big;
+  answered.resident_clusters = {132, 66, 33, 14, 6};
+  EXPECT_EQ(answered.max_resident_clusters(4), 33);
+  EXPECT_EQ(answered.max_resident_clusters(16), 6);
+  EXPECT_EQ(R(DefaultConfig(Prob(DType::kF32, 7, 262144, 8), answered)).cluster, 8);
+  EXPECT_EQ(R(DefaultConfig(Prob(DType::kF32, 15, 262144, 2048), answered)).cluster, 4);
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 7, 524288, 2048), big).family, "resident");
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 7, 524288, 2048), answered).family, "radix");
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 15, 65536, 8), big).family, "resident");
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 15, 65536, 8), answered).family, "radix");
 }
 
 TEST(ArchTest, FromName) {
@@ -746,7 +760,8 @@ TEST(FilterFamilyTest, ConstraintsEnumerationAndPlan) {
   EXPECT_EQ(DefaultConfig(Prob(DType::kF16, 1024, 32768, 4096), arch), filter_default(DType::kF16, 1024, 1, 8, 1));
   // Declined: fewer than 16 rows (clusters spread them), k above n / 8 or
   // beyond the list, rows the resident family holds.
-  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 15, 131072, 2048), arch).family, "radix");
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 15, 131072, 2048), arch).family, "resident");
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 15, 1 << 20, 2048), arch).family, "radix");
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 128, 16384, 2049), arch).family, "radix");
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 128, 1 << 20, 16384), arch).family, "radix");
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 128, 8192, 8), arch).family, "resident");
@@ -915,14 +930,15 @@ TEST(ResidentFamilyTest, ConstraintsEnumerationAndPlan) {
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 64, 8192, 256), arch), Config(ResidentParams{DType::kF32, 1024, 1024, 8}));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 513, 8), arch), Config(ResidentParams{DType::kF32, 256, 256, 4}));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 64, 8193, 256), arch).family, "filter");
-  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 13, 8193, 256), arch).family, "radix");
-  // Up to 12 rows of 8193 to 131072 on a GPU with clusters: a cluster a row.
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 16, 8193, 2048), arch).family, "radix");  // k > n / 8
+  // Up to 15 rows of 8193 to 131072 on a GPU with clusters: a cluster a row.
   auto clustered = [](DType dt, int g, int items, int cl) {
     ResidentParams r{dt, g, g, items};
     r.cluster = cl;
     return r.ToConfig();
   };
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 8, 8193, 256), arch), clustered(DType::kF32, 512, 8, 4));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 15, 8193, 256), arch), clustered(DType::kF32, 512, 8, 4));
   EXPECT_EQ(DefaultConfig(Prob(DType::kBF16, 1, 16384, 2048), arch), clustered(DType::kBF16, 512, 8, 4));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 2, 65536, 8), arch), clustered(DType::kF32, 512, 16, 8));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 131072, 2048), arch), clustered(DType::kF32, 512, 16, 16));
@@ -930,14 +946,14 @@ TEST(ResidentFamilyTest, ConstraintsEnumerationAndPlan) {
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 3, 131072, 2048), arch), clustered(DType::kF32, 1024, 16, 8));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 8, 131072, 8), arch), clustered(DType::kF32, 1024, 16, 8));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 131073, 8), arch).family, "radix");  // k < 64
-  // Up to 6 rows (132 SMs) of 131073 to 524288 with k >= 64: 16 CTAs of
+  // Up to 7 rows (132 SMs) of 131073 to 524288 with k >= 64: 16 CTAs of
   // 1024 threads, 16 more keys a thread in shared memory past 262144.
   ResidentParams long_row{DType::kF32, 1024, 1024, 16};
   long_row.cluster = 16;
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 131073, 64), arch), long_row.ToConfig());
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 6, 262144, 2048), arch), long_row.ToConfig());
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 131073, 63), arch).family, "radix");
-  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 7, 262144, 2048), arch).family, "radix");  // 7 x 16 CTAs: two waves
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 8, 262144, 2048), arch).family, "radix");  // 8 x 16 CTAs: two waves
   long_row.shared = 16;
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 262145, 2048), arch), long_row.ToConfig());
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 6, 524288, 64), arch), long_row.ToConfig());
@@ -945,8 +961,8 @@ TEST(ResidentFamilyTest, ConstraintsEnumerationAndPlan) {
   EXPECT_EQ(DefaultConfig(Prob(DType::kBF16, 1, 524288, 64), arch), long_row.ToConfig());
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 524289, 2048), arch).family, "radix");
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 524288, 2048), Arch::Sm80()).family, "radix");  // no clusters
-  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 12, 32768, 8), arch), clustered(DType::kF32, 512, 16, 8));
-  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 13, 32768, 8), arch).family, "radix");
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 15, 32768, 8), arch), clustered(DType::kF32, 512, 16, 8));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 16, 32768, 8), arch).family, "filter");
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 32768, 8), Arch::Sm80()).family, "radix");  // no clusters
   Arch few = arch;
   few.sm_count = 16;

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -558,6 +559,44 @@ TEST_F(GpuKernelsTest, DeterministicModeTakesTheLowestIndexTiesInEveryFamily) {
   std::printf("\n");
   EXPECT_EQ(wrong, 0);
   for (const char* name : {"radix", "warp", "filter", "resident"}) EXPECT_GT(per_family[name], 0) << name;
+}
+
+// The device's cluster counts (jit::QueryDevice: an empty kernel asking for a
+// CTA's whole shared memory) are what the defaults' cluster kernels get, one
+// of whose CTAs fills an SM's registers; the architecture built from the
+// device reads them.
+TEST_F(GpuKernelsTest, DeviceClusterCountsMatchTheDefaultClusterKernels) {
+  if (info_.cc_major < 9) GTEST_SKIP() << info_.ArchName() << " has no thread-block clusters";
+  const std::array<int, 5>& n = info_.resident_clusters;
+  std::printf("clusters of 1, 2, 4, 8, 16 CTAs at once on %s: %d %d %d %d %d\n", info_.name.c_str(), n[0], n[1],
+              n[2], n[3], n[4]);
+  EXPECT_EQ(n[0], info_.sm_count);
+  for (int i = 1; i < 5; ++i) {
+    EXPECT_GE(n[i], 1) << i;
+    EXPECT_LE(n[i], info_.sm_count >> i) << i;
+    EXPECT_LE(n[i], n[i - 1]) << i;
+  }
+  for (const char* id : {"resident_f32_b1024_g1024_i16_s16_c16", "resident_f32_b512_g512_i16_c16",
+                         "resident_bf16_b1024_g1024_i16_c8"}) {
+    auto c = gen::Config::FromId(id);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    auto fn = kernels_->Function(gen::GenerateSource(*c));
+    ASSERT_TRUE(fn.ok()) << fn.status().ToString();
+    const gen::ResidentParams r = gen::ResidentParams::Of(*c);
+    for (int i = 1; i < 5; ++i) {
+      jit::LaunchShape s;
+      s.cluster = 1u << i;
+      s.grid = s.cluster;
+      s.block = static_cast<unsigned>(r.block_threads);
+      s.smem_bytes = r.shared_bytes();
+      ASSERT_TRUE(jit::PrepareFunction(*fn, s, info_.max_smem_optin).ok());
+      auto got = jit::ResidentClusters(*fn, s);
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      EXPECT_EQ(*got, n[i]) << id << ", clusters of " << s.cluster;
+    }
+  }
+  const gen::Arch arch = info_.ToArch();
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(arch.max_resident_clusters(1 << i), n[i]) << i;
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 // `topk-tune devices`: the GPUs of this machine and their fingerprints.
+#include <array>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -15,6 +16,13 @@ namespace {
 
 std::string Driver(int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); }
 
+// Clusters of 2, 4, 8 and 16 CTAs (one an SM) that run at once, "-" where
+// the GPU has no clusters or the driver did not answer.
+std::string Clusters(const std::array<int, 5>& n) {
+  if (n[1] <= 0) return "-";
+  return std::to_string(n[1]) + "/" + std::to_string(n[2]) + "/" + std::to_string(n[3]) + "/" + std::to_string(n[4]);
+}
+
 }  // namespace
 
 Command AddDevices(CLI::App& root) {
@@ -24,13 +32,14 @@ Command AddDevices(CLI::App& root) {
     auto n = RequireGpus("devices");
     if (!n.ok()) return Fail(kExitNoGpu, n.status().message(), kNoGpuHint);
     json list = json::array();
-    Table t({"#", "name", "cc", "SMs", "L2", "memory", "driver", "compiler", "fingerprint"});
+    Table t({"#", "name", "cc", "SMs", "clusters 2/4/8/16", "L2", "memory", "driver", "compiler", "fingerprint"});
     for (int i = 0; i < *n; ++i) {
       auto d = jit::QueryDevice(i);
       if (!d.ok()) return Fail(kExitError, "cannot query GPU " + std::to_string(i) + ": " + d.status().ToString());
       list.push_back(d->ToJson());
       t.Add({std::to_string(i), d->name, std::to_string(d->cc_major) + "." + std::to_string(d->cc_minor),
-             std::to_string(d->sm_count), FormatBytes(d->l2_bytes), FormatBytes(d->total_mem),
+             std::to_string(d->sm_count), Clusters(d->resident_clusters), FormatBytes(d->l2_bytes),
+             FormatBytes(d->total_mem),
              Driver(d->driver_version), d->compiler_version, d->Fingerprint()});
     }
     if (Global().json) {

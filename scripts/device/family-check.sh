@@ -321,7 +321,9 @@ f32:8x65536:2048|radix_f32_b512_r11_h0_s4096_c8_t2_m1
 bf16:4x32768:64|radix_bf16_b512_r11_h0_s4096_c4_t1_m1
 f32:1x524288:2048:ranges|radix_f32_b512_r11_h0_s4096_c16_t2_m1
 f32:4x262144:512|radix_f32_b512_r11_h0_s4096_c16_t2_m1
-bf16:1x262144:64|radix_bf16_b512_r11_h0_s4096_c16_t1_m1"}
+bf16:1x262144:64|radix_bf16_b512_r11_h0_s4096_c16_t1_m1
+f32:15x65536:8|radix_f32_b512_r11_h0_s4096_c4_t2_m1
+f32:7x524288:2048|radix_f32_b512_r11_h0_s4096_c8_t2_m1"}
       probe_four defaults-probe "the default beside the ids, normal (logits) / shifted / plateau / 16 values" default \
         "$DEFAULT_SHAPES" ;;
     *) log "unknown stage $stage" ;;
