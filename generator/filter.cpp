@@ -1,4 +1,5 @@
 #include "generator/filter.hpp"
+#include "generator/resident.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -198,7 +199,8 @@ class Filter final : public Family {
   // 29.0 us on 16 CTAs, 25.0 on 8, against 52.2); so does a larger k (1024 x
   // 16384, k 4096: 96 us against 139).
   std::optional<Config> Default(const Problem& p, const Arch& arch) const override {
-    if (p.n <= 8192 || p.k * 8 > p.n || p.batch < std::max(16, arch.sm_count / 8)) return std::nullopt;
+    if (p.n <= kResidentDefaultLongestCtaRow || p.k * 8 > p.n || p.batch < std::max(16, arch.sm_count / 8))
+      return std::nullopt;
     FilterParams f;
     f.dtype = p.dtype;
     f.guess = 1;

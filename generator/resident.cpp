@@ -15,7 +15,6 @@ Status Broken(const std::string& constraint, const std::string& what) {
 constexpr int64_t kShortestRow = 513;    // shorter rows fit a warp: the warp family's
 constexpr int64_t kLongestRow = 16384;   // 1024 threads x 16 keys in registers
 constexpr int64_t kLongestCtaRow = 65536;  // one CTA's positions fit 16 bits
-constexpr int64_t kDefaultLongestRow = 8192;           // one CTA a row, the default's
 constexpr int64_t kDefaultLongestClusterRow = 131072;  // a cluster a row, the default's
 constexpr int64_t kDefaultClusterRows = 15;            // the most rows the cluster default serves
 constexpr int64_t kDefaultLongestSharedRow = 524288;   // 16 CTAs, 16 keys a thread in registers and shared memory
@@ -247,7 +246,7 @@ class Resident final : public Family {
   // default scores better (1 x 524288 k8: 15.48 / 25.43 against 23.15 /
   // 22.80) and stays, as it does for longer rows and more rows.
   std::optional<Config> Default(const Problem& p, const Arch& arch) const override {
-    if (p.n > kDefaultLongestRow) {
+    if (p.n > kResidentDefaultLongestCtaRow) {
       if (!arch.clusters()) return std::nullopt;
       ResidentParams r{p.dtype, 512, 512, p.n <= 16384 ? 8 : 16};
       if (p.n <= kDefaultLongestClusterRow) {

@@ -15,6 +15,10 @@
 
 namespace topk::gen {
 
+// The longest row the resident family's default holds in one CTA; the filter
+// family's default starts past it.
+inline constexpr int64_t kResidentDefaultLongestCtaRow = 8192;
+
 // A resident-family config with named fields.
 struct ResidentParams {
   DType dtype = DType::kF32;

@@ -284,20 +284,31 @@ Status CheckFits(CUfunction f, const LaunchShape& s) {
   return Status::Ok();
 }
 
-StatusOr<int> ResidentClusters(CUfunction f, const LaunchShape& s) {
+namespace {
+
+// The launch configuration of a cluster launch (its one attribute in *attr).
+CUlaunchConfig ClusterConfig(const LaunchShape& s, unsigned grid, CUstream stream, CUlaunchAttribute* attr) {
   CUlaunchConfig cfg = {};
-  cfg.gridDimX = s.cluster;
+  cfg.gridDimX = grid;
   cfg.gridDimY = cfg.gridDimZ = 1;
   cfg.blockDimX = s.block;
   cfg.blockDimY = cfg.blockDimZ = 1;
   cfg.sharedMemBytes = static_cast<unsigned>(s.smem_bytes);
-  CUlaunchAttribute attr;
-  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-  attr.value.clusterDim.x = s.cluster;
-  attr.value.clusterDim.y = 1;
-  attr.value.clusterDim.z = 1;
-  cfg.attrs = &attr;
+  cfg.hStream = stream;
+  attr->id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr->value.clusterDim.x = s.cluster;
+  attr->value.clusterDim.y = 1;
+  attr->value.clusterDim.z = 1;
+  cfg.attrs = attr;
   cfg.numAttrs = 1;
+  return cfg;
+}
+
+}  // namespace
+
+StatusOr<int> ResidentClusters(CUfunction f, const LaunchShape& s) {
+  CUlaunchAttribute attr;
+  const CUlaunchConfig cfg = ClusterConfig(s, s.cluster, nullptr, &attr);
   int clusters = 0;
   TOPK_CU(cuOccupancyMaxActiveClusters, &clusters, f, &cfg);
   return clusters;
@@ -312,20 +323,8 @@ Status Launch(CUfunction f, const LaunchShape& s, void* params, size_t params_si
             nullptr);
     return Status::Ok();
   }
-  CUlaunchConfig cfg = {};
-  cfg.gridDimX = s.grid;
-  cfg.gridDimY = cfg.gridDimZ = 1;
-  cfg.blockDimX = s.block;
-  cfg.blockDimY = cfg.blockDimZ = 1;
-  cfg.sharedMemBytes = static_cast<unsigned>(s.smem_bytes);
-  cfg.hStream = stream;
   CUlaunchAttribute attr;
-  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-  attr.value.clusterDim.x = s.cluster;
-  attr.value.clusterDim.y = 1;
-  attr.value.clusterDim.z = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
+  const CUlaunchConfig cfg = ClusterConfig(s, s.grid, stream, &attr);
   TOPK_CU(cuLaunchKernelEx, &cfg, f, kernel_params, nullptr);
   return Status::Ok();
 }
