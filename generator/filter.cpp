@@ -144,10 +144,11 @@ class Filter final : public Family {
             }
     // Cluster mode where a row is long and the rows are few: every CTA keeps
     // at least 2048 elements, and every cluster is resident at once (a CTA
-    // takes an SM; a second wave doubled the time on the H100).
+    // takes an SM, Arch::max_resident_clusters; a second wave doubled the
+    // time on the H100).
     if (opts.include_cluster && arch.clusters())
       for (int cl : {2, 4, 8, 16}) {
-        if (cl > arch.max_cluster() || p.n / cl < 2048 || p.batch * cl > arch.sm_count) continue;
+        if (cl > arch.max_cluster() || p.n / cl < 2048 || p.batch > arch.max_resident_clusters(cl)) continue;
         for (int b : {512, 1024})
           for (int u : Specs()[1].values)
             for (int r : {11})  // the 8-bit select measured slower in every cluster case

@@ -119,11 +119,12 @@ class Resident final : public Family {
       Config c = r.ToConfig();
       if (Validate(c, arch).ok() && ValidateFor(c, arch, p).ok()) out.push_back(std::move(c));
     };
-    // The largest cluster whose CTAs all fit the SMs at once (1: none).
+    // The largest cluster of which the GPU runs one a row at once (1: none;
+    // Arch::max_resident_clusters).
     int max_cl = 1;
     if (opts.include_cluster && arch.clusters())
       for (int cl : {2, 4, 8, 16})
-        if (cl <= arch.max_cluster() && p.batch * cl <= arch.sm_count && p.n / cl >= 1024) max_cl = cl;
+        if (cl <= arch.max_cluster() && p.batch <= arch.max_resident_clusters(cl) && p.n / cl >= 1024) max_cl = cl;
     // Keys in shared memory past 16 a thread only where no register-only
     // config holds the row: 2-2.5x slower per key on the H100 (1 x 131072:
     // cluster 8 in registers 16.2 us, cluster 4 with 16 shared keys 22.3;
@@ -153,7 +154,7 @@ class Resident final : public Family {
     // than four times the row's need.
     if (opts.include_cluster && arch.clusters())
       for (int cl : {2, 4, 8, 16}) {
-        if (cl > arch.max_cluster() || p.batch * cl > arch.sm_count || p.n / cl < 1024) continue;
+        if (cl > arch.max_cluster() || p.batch > arch.max_resident_clusters(cl) || p.n / cl < 1024) continue;
         for (int g : {512, 1024}) {
           const int items = FitItems(static_cast<int64_t>(cl) * g, p.n);
           if (items == 0) continue;
