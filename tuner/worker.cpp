@@ -154,8 +154,9 @@ class Server {
   explicit Server(int device) : device_(device) {}
 
   Status Init() {
-    TOPK_ASSIGN_OR_RETURN(info_, jit::QueryDevice(device_));
+    // The context first: the device query's cluster probe then reuses it.
     TOPK_ASSIGN_OR_RETURN(ctx_, jit::Context::Primary(device_));
+    TOPK_ASSIGN_OR_RETURN(info_, jit::QueryDevice(device_));
     TOPK_RETURN_IF_ERROR(ctx_->MakeCurrent());
     TOPK_CU(cuStreamCreate, &stream_, CU_STREAM_NON_BLOCKING);
     return Status::Ok();
