@@ -166,13 +166,13 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  auto ctx = jit::Context::Primary(0);  // first: the device query reuses it
+  if (!ctx.ok() || !(*ctx)->MakeCurrent().ok()) return 3;
   auto info = jit::QueryDevice(0);
   if (!info.ok()) {
     std::fprintf(stderr, "topk-probe: %s\n", info.status().ToString().c_str());
     return 3;
   }
-  auto ctx = jit::Context::Primary(0);
-  if (!ctx.ok() || !(*ctx)->MakeCurrent().ok()) return 3;
   const gen::Arch arch = info->ToArch();
   auto compiler = jit::MakeNvrtcCompiler();
   auto store = jit::MakeDirectoryStore(cubins);

@@ -223,9 +223,10 @@ class Resident final : public Family {
   // cluster per row, every cluster resident at once. 512 threads of 8 keys
   // over 4 CTAs up to 16384 keys, of 16 keys over 8 CTAs up to 65536; past
   // that 16 CTAs for one or two rows (1 x 131072 k2048: 11.46 us against the
-  // radix default's 13.76), 8 CTAs of 1024 threads for more (8 x 131072
+  // radix default's 13.76), 8 CTAs of 1024 threads for more, or where
+  // 16-CTA clusters do not all run at once (8 x 131072
   // k2048: 14.30 against 22.22 for 16 CTAs and 20.48 for the radix default).
-  // Measured with 1, 2 and 8 rows on an H200 and 12 on an H100, against the
+  // Measured with 1, 2, 8 and 13-15 rows on an H200 and 12 on an H100, against the
   // radix default on normal and shifted rows, each verified exact
   // (docs/PERFORMANCE.md, "The defaults for rows over 8192"): 0.67-1.25x its
   // time on normal rows, at most 1.36x its own normal time on shifted rows,
@@ -236,11 +237,11 @@ class Resident final : public Family {
   // 65536 k8: 17.28 us against 11.13), more clusters than the GPU runs at
   // once: 16 rows and more go to the filter family.
   //
-  // Up to max_resident_clusters(16) rows (6 on 132 SMs) of 131073 to 524288
+  // Up to max_resident_clusters(16) rows (7 on an H200) of 131073 to 524288
   // elements with k >= 64: 16 CTAs of 1024 threads, 16 keys each in
   // registers and past 262144 16 more in shared memory. Scored as the tuner
   // scores, max(normal, shifted / 1.25), against the radix default (H200,
-  // 1-6 rows of 196608, 262144 and 524288, k 8 to 2048, each verified exact;
+  // 1-7 rows of 196608, 262144 and 524288, k 8 to 2048, each verified exact;
   // docs/PERFORMANCE.md): 1 x 524288 k2048 23.35 / 26.24 us against 20.88 /
   // 35.65, 1 x 262144 k2048 15.45 / 17.81 against 17.47 / 25.21, bf16
   // 1 x 262144 k64 12.82 / 12.55 against 11.50 / 18.66. Below k 64 the radix
@@ -253,7 +254,7 @@ class Resident final : public Family {
       if (p.n <= kDefaultLongestClusterRow) {
         if (p.batch > kDefaultClusterRows) return std::nullopt;
         r.cluster = p.n <= 16384 ? 4 : p.n <= 65536 ? 8 : 16;
-        if (r.cluster == 16 && p.batch > 2) {
+        if (r.cluster == 16 && (p.batch > 2 || p.batch > arch.max_resident_clusters(16))) {
           r = ResidentParams{p.dtype, 1024, 1024, 16};
           r.cluster = 8;
         }

@@ -38,6 +38,7 @@ nlohmann::json DeviceInfo::ToJson() const {
           {"compiler_version", compiler_version},
           {"uuid", uuid},
           {"resident_clusters", resident_clusters},
+          {"cluster_query_error", cluster_query_error},
           {"fingerprint", Fingerprint()}};
 }
 
@@ -56,7 +57,12 @@ StatusOr<DeviceInfo> DeviceInfo::FromJson(const nlohmann::json& j) {
     d.driver_version = j.value("driver_version", 0);
     d.compiler_version = j.value("compiler_version", std::string());
     d.uuid = j.value("uuid", std::string());
-    if (j.contains("resident_clusters")) d.resident_clusters = j.at("resident_clusters").get<std::array<int, 5>>();
+    // Leniently: a missing or malformed list reads as "not asked".
+    const auto rc = j.find("resident_clusters");
+    if (rc != j.end() && rc->is_array() && rc->size() == d.resident_clusters.size())
+      for (size_t i = 0; i < d.resident_clusters.size(); ++i)
+        if ((*rc)[i].is_number_integer()) d.resident_clusters[i] = (*rc)[i].get<int>();
+    d.cluster_query_error = j.value("cluster_query_error", std::string());
   } catch (const nlohmann::json::exception& e) {
     return Status(Code::kInvalidArgument, "DeviceInfo::FromJson", e.what());
   }
@@ -89,7 +95,9 @@ Status DeviceOf(const char* where, int ordinal, CUdevice* dev) {
 // Clusters of 1, 2, 4, 8 and 16 CTAs the device runs at once with one CTA an
 // SM (what the defaults' kernels take): cuOccupancyMaxActiveClusters for an
 // empty kernel, which the driver builds from PTX, asking for a CTA's whole
-// shared memory. The primary context is retained for the query only.
+// shared memory. A size whose query fails counts 0 (not run); the error is
+// the probe's own (its module, its context). The primary context is retained
+// for the query (a caller that holds it already saves its creation).
 Status QueryResidentClusters(CUdevice dev, int max_smem_optin, std::array<int, 5>* out) {
   static const char kPtx[] =
       ".version 7.8\n.target sm_90\n.address_size 64\n.visible .entry topk_cluster_probe()\n{\n  ret;\n}\n";
@@ -97,22 +105,27 @@ Status QueryResidentClusters(CUdevice dev, int max_smem_optin, std::array<int, 5
   TOPK_CU(cuDevicePrimaryCtxRetain, &ctx, dev);
   struct Release {
     CUdevice dev;
-    ~Release() { (*GetDriver())->cuDevicePrimaryCtxRelease(dev); }
+    ~Release() {
+      auto d = GetDriver();
+      if (d.ok()) (*d)->cuDevicePrimaryCtxRelease(dev);
+    }
   } release{dev};
   ContextGuard guard(ctx);
   TOPK_RETURN_IF_ERROR(guard.status());
   TOPK_ASSIGN_OR_RETURN(auto module, Module::Load(std::vector<char>(kPtx, kPtx + sizeof(kPtx)), "topk_cluster_probe"));
-  std::array<int, 5> counts{};
-  for (size_t i = 0; i < counts.size(); ++i) {
+  for (size_t i = 0; i < out->size(); ++i) {
     LaunchShape s;
     s.cluster = 1u << i;
     s.grid = s.cluster;
     s.block = 1024;
     s.smem_bytes = max_smem_optin;
-    TOPK_RETURN_IF_ERROR(PrepareFunction(module->function(), s, max_smem_optin));
-    TOPK_ASSIGN_OR_RETURN(counts[i], ResidentClusters(module->function(), s));
+    int n = 0;
+    if (PrepareFunction(module->function(), s, max_smem_optin).ok()) {
+      const StatusOr<int> r = ResidentClusters(module->function(), s);
+      if (r.ok()) n = *r;
+    }
+    (*out)[i] = n;
   }
-  *out = counts;
   return Status::Ok();
 }
 
@@ -149,9 +162,13 @@ StatusOr<DeviceInfo> QueryDevice(int ordinal) {
     for (int i = 0; i < 16; ++i) std::snprintf(hex + 2 * i, 3, "%02x", static_cast<unsigned char>(u.bytes[i]));
     d.uuid = hex;
     d.compiler_version = NvrtcVersion();
-    // Where the driver cannot answer, the defaults use Arch's fit instead.
-    if (d.cc_major >= 9 && !QueryResidentClusters(dev, d.max_smem_optin, &d.resident_clusters).ok())
-      d.resident_clusters = {};
+    // Where the probe cannot run, the defaults use Arch's fit instead.
+    if (d.cc_major >= 9) {
+      if (Status st = QueryResidentClusters(dev, d.max_smem_optin, &d.resident_clusters); !st.ok()) {
+        d.resident_clusters = DeviceInfo().resident_clusters;
+        d.cluster_query_error = st.ToString();
+      }
+    }
     return Status::Ok();
   };
   TOPK_RETURN_IF_ERROR(run());

@@ -33,8 +33,11 @@ struct DeviceInfo {
   std::string compiler_version;  // NVRTC
   std::string uuid;
   // Clusters of 1, 2, 4, 8 and 16 CTAs, one CTA an SM, that run at once
-  // (cuOccupancyMaxActiveClusters; sm_90 and newer, else zeros).
-  std::array<int, 5> resident_clusters{};
+  // (cuOccupancyMaxActiveClusters; sm_90 and newer): 0 where a size does not
+  // run or its query failed, -1 where nothing was asked (before sm_90) or
+  // the probe could not run, whose reason is cluster_query_error.
+  std::array<int, 5> resident_clusters{-1, -1, -1, -1, -1};
+  std::string cluster_query_error;
 
   // Name, compute capability, SM count and L2 size: two devices with equal
   // fingerprints share tuning results. Driver and NVRTC versions are kept
@@ -116,8 +119,9 @@ Status PrepareFunction(CUfunction f, const LaunchShape& s, int max_smem_optin);
 // Whether at least one cluster (or CTA) of this shape fits on the device.
 Status CheckFits(CUfunction f, const LaunchShape& s);
 
-// How many clusters of launch shape `s` (s.cluster >= 2) can be co-resident
-// on the device (cuOccupancyMaxActiveClusters).
+// How many clusters of launch shape `s` (a cluster attribute of s.cluster
+// CTAs, 1 included) can be co-resident on the device
+// (cuOccupancyMaxActiveClusters).
 StatusOr<int> ResidentClusters(CUfunction f, const LaunchShape& s);
 
 // Launches `f` with one by-value parameter block (TopkArgs or SortArgs).

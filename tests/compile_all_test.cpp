@@ -145,18 +145,19 @@ TEST(CompileAllTest, PrintsTheVariantSpaceOfThePresets) {
   EXPECT_GT(variants, kernels);
 }
 
-// The defaults do not spill, but for the filter and resident families'
-// 1024-thread ones: at the 64-register cap they spill a few words (the
-// resident clusters' 16 keys a thread up to 80 bytes) and were measured the
-// fastest nonetheless (docs/PERFORMANCE.md, "The defaults for rows over
-// 8192"); their stack stays small.
+// The defaults do not spill, but for the filter family's 1024-thread ones
+// and the resident family's 1024-thread clusters: at the 64-register cap they
+// spill a few words (the filter's up to 48 bytes, the clusters' 16 keys a
+// thread up to 80) and were measured the fastest nonetheless
+// (docs/PERFORMANCE.md, "The defaults for rows over 8192"); their stack
+// stays small.
 TEST(CompileAllTest, DefaultConfigurationsHaveNoSpills) {
   for (const char* arch_name : {"sm_90", "sm_80"}) {
     auto arch = gen::Arch::FromName(arch_name);
     ASSERT_TRUE(arch.ok());
     std::vector<gen::KernelSource> srcs;
     std::vector<std::string> what;
-    std::vector<bool> may_spill;  // the filter and resident families' 1024-thread defaults
+    std::vector<int> stack_limit;  // bytes; 0 where no spill is allowed
     for (DType dt : {DType::kF32, DType::kF16, DType::kBF16})
       // 64 rows, and one row of 16384 to 524288 (the clustered defaults).
       for (auto [batch, n] : std::vector<std::pair<int64_t, int64_t>>{
@@ -170,7 +171,10 @@ TEST(CompileAllTest, DefaultConfigurationsHaveNoSpills) {
         const gen::Config c = gen::DefaultConfig(p, *arch);
         srcs.push_back(gen::GenerateSource(c));
         what.push_back(std::string(arch_name) + " " + p.ToString() + " -> " + c.Id());
-        may_spill.push_back((c.family == "filter" || c.family == "resident") && c.Get("block_threads") == 1024);
+        const bool wide = c.Get("block_threads") == 1024;
+        stack_limit.push_back(c.family == "filter" && wide                              ? 64
+                              : c.family == "resident" && wide && c.Get("cluster") > 1 ? 96
+                                                                                       : 0);
       }
     auto store = jit::MakeDirectoryStore(CubinDir());
     int f = 0;
@@ -180,8 +184,8 @@ TEST(CompileAllTest, DefaultConfigurationsHaveNoSpills) {
       std::printf("default %-68s regs %3d stack %3d spill stores %d loads %d\n", what[i].c_str(),
                   res[i].usage.registers, res[i].usage.stack_bytes, res[i].usage.spill_stores,
                   res[i].usage.spill_loads);
-      if (may_spill[i])
-        EXPECT_LE(res[i].usage.stack_bytes, 96) << what[i];
+      if (stack_limit[i] > 0)
+        EXPECT_LE(res[i].usage.stack_bytes, stack_limit[i]) << what[i];
       else
         EXPECT_FALSE(res[i].usage.spills()) << what[i];
     }

@@ -273,7 +273,7 @@ TEST(StrategySwitchTest, BadSwitchesAreClearErrors) {
 // flipped from the automatic rule.
 TEST(StrategySwitchTest, RefinementsFlipOneAutomaticSwitchEach) {
   const char* sw[] = {"lane_atomics", "branch_free", "capture_only", "uniform_check", "prefetch"};
-  // Problems the radix default keeps: more than 6 rows over 131072, k below
+  // Problems the radix default keeps: more than 7 rows over 131072, k below
   // 64 there, or k above n / 8.
   for (const Problem& p : {Prob(DType::kF32, 8, 262144, 2048), Prob(DType::kBF16, 128, 65536, 16384),
                            Prob(DType::kF32, 1, 524288, 32)}) {
@@ -590,6 +590,20 @@ TEST(SpaceTest, DefaultClustersFollowTheSmCount) {
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 7, 524288, 2048), answered).family, "radix");
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 15, 65536, 8), big).family, "resident");
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 15, 65536, 8), answered).family, "radix");
+  // An answer of 0 (no cluster of that size runs) is kept, not replaced by
+  // the fit; -1 (not asked) is; nothing past 16 CTAs runs.
+  answered.resident_clusters = {132, 66, 30, 15, 0};
+  EXPECT_EQ(answered.max_resident_clusters(16), 0);
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 524288, 2048), answered).family, "radix");
+  EXPECT_EQ(R(DefaultConfig(Prob(DType::kF32, 1, 524288, 2048), answered)).cluster, 8);
+  ResidentParams eight{DType::kF32, 1024, 1024, 16};  // 16-CTA clusters do not run: 8 of 1024 threads
+  eight.cluster = 8;
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 131072, 2048), answered), eight.ToConfig());
+  answered.resident_clusters = {-1, -1, -1, 9, -1};
+  EXPECT_EQ(answered.max_resident_clusters(8), 9);
+  EXPECT_EQ(answered.max_resident_clusters(16), 7);  // the fit
+  EXPECT_EQ(answered.max_resident_clusters(32), 0);
+  EXPECT_EQ(big.max_resident_clusters(32), 0);
 }
 
 TEST(ArchTest, FromName) {

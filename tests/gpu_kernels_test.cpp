@@ -180,12 +180,12 @@ class GpuKernelsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     TOPK_REQUIRE_GPU();
+    auto ctx = jit::Context::Primary(0);  // first: the device query reuses it
+    ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+    ctx_ = *ctx;
     auto info = jit::QueryDevice(0);
     ASSERT_TRUE(info.ok()) << info.status().ToString();
     info_ = *info;
-    auto ctx = jit::Context::Primary(0);
-    ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
-    ctx_ = *ctx;
     ASSERT_TRUE(ctx_->MakeCurrent().ok());
     compiler_ = jit::MakeNvrtcCompiler();
     const char* tmp = std::getenv("TOPK_TEST_TMP");
@@ -563,10 +563,10 @@ TEST_F(GpuKernelsTest, DeterministicModeTakesTheLowestIndexTiesInEveryFamily) {
 
 // The device's cluster counts (jit::QueryDevice: an empty kernel asking for a
 // CTA's whole shared memory) are what the defaults' cluster kernels get, one
-// of whose CTAs fills an SM's registers; the architecture built from the
-// device reads them.
+// of whose CTAs fills an SM's registers.
 TEST_F(GpuKernelsTest, DeviceClusterCountsMatchTheDefaultClusterKernels) {
   if (info_.cc_major < 9) GTEST_SKIP() << info_.ArchName() << " has no thread-block clusters";
+  EXPECT_EQ(info_.cluster_query_error, "");  // the probe ran
   const std::array<int, 5>& n = info_.resident_clusters;
   std::printf("clusters of 1, 2, 4, 8, 16 CTAs at once on %s: %d %d %d %d %d\n", info_.name.c_str(), n[0], n[1],
               n[2], n[3], n[4]);
@@ -595,8 +595,6 @@ TEST_F(GpuKernelsTest, DeviceClusterCountsMatchTheDefaultClusterKernels) {
       EXPECT_EQ(*got, n[i]) << id << ", clusters of " << s.cluster;
     }
   }
-  const gen::Arch arch = info_.ToArch();
-  for (int i = 0; i < 5; ++i) EXPECT_EQ(arch.max_resident_clusters(1 << i), n[i]) << i;
 }
 
 }  // namespace

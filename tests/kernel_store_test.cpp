@@ -4,9 +4,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -14,6 +16,7 @@
 #include "cache/cache.hpp"
 #include "cache/jit_adapter.hpp"
 #include "generator/family.hpp"
+#include "jit/device.hpp"
 #include "jit/kernel_store.hpp"
 #include "runtime/kernels.hpp"
 #include "support/fake_compiler.hpp"
@@ -336,6 +339,37 @@ TEST(RuntimeKernelsTest, KernelDirFollowsTheOptionAndTheEnvironment) {
     else
       unsetenv(names[i]);
   }
+}
+
+// The device record's cluster counts survive JSON (the worker's hello, the
+// devices command) and read leniently: a record without them, or with a
+// malformed list, has none ("not asked": the defaults fall back to the fit).
+TEST(DeviceInfoTest, ClusterCountsRoundTripThroughJsonAndReadLeniently) {
+  jit::DeviceInfo d;
+  d.name = "GPU";
+  d.cc_major = 9;
+  d.sm_count = 132;
+  d.resident_clusters = {132, 66, 30, 15, 0};
+  d.cluster_query_error = "";
+  auto back = jit::DeviceInfo::FromJson(d.ToJson());
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->resident_clusters, d.resident_clusters);
+  EXPECT_EQ(back->ToArch().max_resident_clusters(8), 15);
+  EXPECT_EQ(back->ToArch().max_resident_clusters(16), 0);  // answered: none run
+  const std::array<int, 5> none{-1, -1, -1, -1, -1};
+  for (const char* text : {R"({"name": "GPU", "cc_major": 9, "cc_minor": 0})",
+                           R"({"name": "GPU", "cc_major": 9, "cc_minor": 0, "resident_clusters": [1, 2]})",
+                           R"({"name": "GPU", "cc_major": 9, "cc_minor": 0, "resident_clusters": null})"}) {
+    auto j = jit::DeviceInfo::FromJson(nlohmann::json::parse(text));
+    ASSERT_TRUE(j.ok()) << text << ": " << j.status().ToString();
+    EXPECT_EQ(j->resident_clusters, none) << text;
+    EXPECT_EQ(j->ToArch().max_resident_clusters(16), 132 * 7 / 132) << text;  // the fit
+  }
+  d.resident_clusters = none;
+  d.cluster_query_error = "probe failed";
+  back = jit::DeviceInfo::FromJson(d.ToJson());
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->cluster_query_error, "probe failed");
 }
 
 }  // namespace

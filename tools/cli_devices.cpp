@@ -17,9 +17,9 @@ namespace {
 std::string Driver(int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); }
 
 // Clusters of 2, 4, 8 and 16 CTAs (one an SM) that run at once, "-" where
-// the GPU has no clusters or the driver did not answer.
+// the GPU has no clusters or the probe could not run.
 std::string Clusters(const std::array<int, 5>& n) {
-  if (n[1] <= 0) return "-";
+  if (n[1] < 0) return "-";
   return std::to_string(n[1]) + "/" + std::to_string(n[2]) + "/" + std::to_string(n[3]) + "/" + std::to_string(n[4]);
 }
 
@@ -46,6 +46,10 @@ Command AddDevices(CLI::App& root) {
       return JsonResult({{"devices", std::move(list)}});
     } else {
       t.Print(std::cout);
+      for (const auto& d : list)
+        if (!d["cluster_query_error"].get<std::string>().empty())
+          std::cout << "\nGPU " << d["ordinal"].get<int>() << ": the cluster count could not be asked ("
+                    << d["cluster_query_error"].get<std::string>() << "); the defaults estimate it from the SMs.\n";
       std::cout << "\nTuning results are shared between GPUs with the same fingerprint.\n";
     }
     return kExitOk;
