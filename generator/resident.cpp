@@ -18,7 +18,7 @@ constexpr int64_t kLongestCtaRow = 65536;  // one CTA's positions fit 16 bits
 constexpr int64_t kDefaultLongestClusterRow = 131072;  // a cluster a row, the default's
 constexpr int64_t kDefaultClusterRows = 15;            // the most rows the cluster default serves
 constexpr int64_t kDefaultLongestSharedRow = 524288;   // 16 CTAs, 16 keys a thread in registers and shared memory
-constexpr int64_t kDefaultLeastLongRowK = 64;          // past 131072 smaller k keep the radix default
+constexpr int64_t kDefaultLeastLongRowK = 64;          // past 131072 smaller fp32 k keep the radix default
 constexpr int kMaxRowsPerCta = 8;        // a named barrier and 3 KB of shared memory each
 constexpr int kGroupStaticBytes = 3120;  // resident::Group: 3 histograms and 12 words
 
@@ -238,15 +238,19 @@ class Resident final : public Family {
   // once: 16 rows and more go to the filter family.
   //
   // Up to max_resident_clusters(16) rows (7 on an H200) of 131073 to 524288
-  // elements with k >= 64: 16 CTAs of 1024 threads, 16 keys each in
+  // elements, fp32 with k >= 64, 16-bit keys with any k: 16 CTAs of 1024
+  // threads, 16 keys each in
   // registers and past 262144 16 more in shared memory. Scored as the tuner
   // scores, max(normal, shifted / 1.25), against the radix default (H200,
   // 1-7 rows of 196608, 262144 and 524288, k 8 to 2048, each verified exact;
   // docs/PERFORMANCE.md): 1 x 524288 k2048 23.35 / 26.24 us against 20.88 /
   // 35.65, 1 x 262144 k2048 15.45 / 17.81 against 17.47 / 25.21, bf16
-  // 1 x 262144 k64 12.82 / 12.55 against 11.50 / 18.66. Below k 64 the radix
-  // default scores better (1 x 524288 k8: 15.48 / 25.43 against 23.15 /
-  // 22.80) and stays, as it does for longer rows and more rows.
+  // 1 x 262144 k64 12.82 / 12.55 against 11.50 / 18.66. For fp32 below k 64
+  // the radix default scores better on 10 of 16 shapes (1 x 524288 k8:
+  // 15.48 / 25.43 against 23.15 / 22.80) and stays, as it does for longer
+  // rows and more rows. 16-bit keys at k 8 score better or within 1% on
+  // three of four shapes (bf16 1 x 262144 k8: 12.68 / 12.55 against 11.49 /
+  // 18.21; 1 x 524288 k8: 20.57 / 20.26 against 14.91 / 23.99, 7% worse).
   std::optional<Config> Default(const Problem& p, const Arch& arch) const override {
     if (p.n > kResidentDefaultLongestCtaRow) {
       if (!arch.clusters()) return std::nullopt;
@@ -261,7 +265,8 @@ class Resident final : public Family {
       } else {
         // Longer rows: 16 CTAs of 1024 threads, 16 keys each in registers
         // and, past 262144, 16 more in shared memory.
-        if (p.n > kDefaultLongestSharedRow || p.k < kDefaultLeastLongRowK) return std::nullopt;
+        if (p.n > kDefaultLongestSharedRow || (p.dtype == DType::kF32 && p.k < kDefaultLeastLongRowK))
+          return std::nullopt;
         r = ResidentParams{p.dtype, 1024, 1024, 16};
         r.cluster = 16;
         if (p.n > r.capacity()) r.shared = FitShared(16 * 1024, 16, p.n);

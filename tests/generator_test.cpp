@@ -959,14 +959,16 @@ TEST(ResidentFamilyTest, ConstraintsEnumerationAndPlan) {
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 2, 131072, 2048), arch), clustered(DType::kF32, 512, 16, 16));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 3, 131072, 2048), arch), clustered(DType::kF32, 1024, 16, 8));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 8, 131072, 8), arch), clustered(DType::kF32, 1024, 16, 8));
-  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 131073, 8), arch).family, "radix");  // k < 64
-  // Up to 7 rows (132 SMs) of 131073 to 524288 with k >= 64: 16 CTAs of
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 131073, 8), arch).family, "radix");  // fp32 k < 64
+  // Up to 7 rows (132 SMs) of 131073 to 524288, fp32 with k >= 64: 16 CTAs of
   // 1024 threads, 16 more keys a thread in shared memory past 262144.
   ResidentParams long_row{DType::kF32, 1024, 1024, 16};
   long_row.cluster = 16;
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 131073, 64), arch), long_row.ToConfig());
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 6, 262144, 2048), arch), long_row.ToConfig());
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 131073, 63), arch).family, "radix");
+  EXPECT_EQ(DefaultConfig(Prob(DType::kBF16, 1, 131073, 8), arch).family, "resident");  // 16-bit keys: any k
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF16, 7, 524288, 1), arch).family, "resident");
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 8, 262144, 2048), arch).family, "radix");  // 8 x 16 CTAs: two waves
   long_row.shared = 16;
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 262145, 2048), arch), long_row.ToConfig());
