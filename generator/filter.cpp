@@ -1,10 +1,10 @@
 #include "generator/filter.hpp"
-#include "generator/resident.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <sstream>
 
+#include "generator/resident.hpp"
 #include "topk/args.h"
 
 namespace topk::gen {

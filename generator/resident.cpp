@@ -224,10 +224,10 @@ class Resident final : public Family {
   // over 4 CTAs up to 16384 keys, of 16 keys over 8 CTAs up to 65536; past
   // that 16 CTAs for one or two rows (1 x 131072 k2048: 11.46 us against the
   // radix default's 13.76), 8 CTAs of 1024 threads for more, or where
-  // 16-CTA clusters do not all run at once (8 x 131072
-  // k2048: 14.30 against 22.22 for 16 CTAs and 20.48 for the radix default).
-  // Measured with 1, 2, 8 and 13-15 rows on an H200 and 12 on an H100, against the
-  // radix default on normal and shifted rows, each verified exact
+  // 16-CTA clusters do not all run at once (8 x 131072 k2048: 14.30 against
+  // 22.22 for 16 CTAs and 20.48 for the radix default). Measured with 1, 2,
+  // 8 and 13-15 rows on an H200 and 12 on an H100, against the radix
+  // default on normal and shifted rows, each verified exact
   // (docs/PERFORMANCE.md, "The defaults for rows over 8192"): 0.67-1.25x its
   // time on normal rows, at most 1.36x its own normal time on shifted rows,
   // where the radix default took up to 2.11x; 13 to 15 rows on an H200
@@ -239,8 +239,8 @@ class Resident final : public Family {
   //
   // Up to max_resident_clusters(16) rows (7 on an H200) of 131073 to 524288
   // elements, fp32 with k >= 64, 16-bit keys with any k: 16 CTAs of 1024
-  // threads, 16 keys each in
-  // registers and past 262144 16 more in shared memory. Scored as the tuner
+  // threads, 16 keys each in registers and past 262144 16 more in shared
+  // memory. Scored as the tuner
   // scores, max(normal, shifted / 1.25), against the radix default (H200,
   // 1-7 rows of 196608, 262144 and 524288, k 8 to 2048, each verified exact;
   // docs/PERFORMANCE.md): 1 x 524288 k2048 23.35 / 26.24 us against 20.88 /
