@@ -73,11 +73,12 @@ struct Arch {
   // Clusters of `size` CTAs (one CTA an SM) that run at once: the device's
   // answer, else a fit; none past 16 CTAs, sizes between powers of two count
   // as the next. A cluster takes SMs of one GPC, so the GPCs hold fewer
-  // clusters of 4 to 16 than sm_count / size: an H200's driver answers 66,
-  // 30, 15 and 7 for 2, 4, 8 and 16 CTAs on its 132 SMs; on an H100 16 rows
-  // of 8-CTA clusters and 8 rows of 16-CTA ones ran in two waves, on an H200
-  // 15 and 7 ran in one (docs/PERFORMANCE.md, "The defaults for rows over
-  // 8192"). The fit scales those counts to other SM counts.
+  // clusters of 4 to 16 than sm_count / size: an H100's and an H200's
+  // driver answer 66, 30, 15 and 7 for 2, 4, 8 and 16 CTAs on 132 SMs; on an
+  // H100 16 rows of 8-CTA clusters and 8 rows of 16-CTA ones ran in two
+  // waves, on an H200 15 and 7 ran in one (docs/PERFORMANCE.md, "The
+  // defaults for rows over 8192"). The fit scales those counts to other SM
+  // counts.
   int max_resident_clusters(int size) const {
     if (size > 16) return 0;
     const int i = size <= 1 ? 0 : size <= 2 ? 1 : size <= 4 ? 2 : size <= 8 ? 3 : 4;
