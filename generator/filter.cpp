@@ -194,8 +194,9 @@ class Filter final : public Family {
   // rows over 8192"): from 32 rows on 0.24-1.05x its time on normal rows,
   // at 16 rows 0.84-1.32x, and it does not collapse on shifted rows, where the
   // radix default took up to 3.9x its normal time. Fewer rows take the
-  // resident family's clusters (up to 15 rows of up to 131072, and as many
-  // rows of up to 524288 as 16-CTA clusters run at once, fp32 with k >= 64)
+  // resident family's clusters (up to 15 rows of up to 131072 and, with
+  // k >= 64, of up to 262144, and as many rows of up to 524288 as 16-CTA
+  // clusters run at once, fp32 with k >= 64)
   // or the radix default's, which spread a row over up to 16 SMs (8 rows of
   // 524288, k 8: 29.0 us on 16 CTAs, 25.0 on 8, against 52.2); so does a
   // larger k (1024 x 16384, k 4096: 96 us against 139).

@@ -19,6 +19,7 @@ constexpr int64_t kDefaultLongestClusterRow = 131072;  // a cluster a row, the d
 constexpr int64_t kDefaultClusterRows = 15;            // the most rows the cluster default serves
 constexpr int64_t kDefaultLongestSharedRow = 524288;   // 16 CTAs, 16 keys a thread in registers and shared memory
 constexpr int64_t kDefaultLeastLongRowK = 64;          // past 131072 smaller fp32 k keep the radix default
+constexpr int64_t kDefaultLongestEightCtaRow = 262144;  // 8 CTAs, 16 keys a thread in registers and shared memory
 constexpr int kMaxRowsPerCta = 8;        // a named barrier and 3 KB of shared memory each
 constexpr int kGroupStaticBytes = 3120;  // resident::Group: 3 histograms and 12 words
 
@@ -251,6 +252,13 @@ class Resident final : public Family {
   // rows and more rows. 16-bit keys at k 8 score better or within 1% on
   // three of four shapes (bf16 1 x 262144 k8: 12.68 / 12.55 against 11.49 /
   // 18.21; 1 x 524288 k8: 20.57 / 20.26 against 14.91 / 23.99, 7% worse).
+  // More rows, up to 15 (8-CTA clusters at once) of up to 262144 with
+  // k >= 64, take 8 CTAs with 16 shared keys a thread (H100: 8 x 262144
+  // k2048 25.81 / 26.19 us against the radix default's 29.00 / 36.42; bf16
+  // 15 x 262144 k64 20.96 / 20.53 against 16.77 / 27.24); at k 8 the radix
+  // default scores better (8 x 262144: 16.58 / 25.94 against 22.67 /
+  // 22.35), and past 262144 48 shared keys a thread are too slow (8 x 524288
+  // k2048: 62.41 against 31.91 / 60.22).
   std::optional<Config> Default(const Problem& p, const Arch& arch) const override {
     if (p.n > kResidentDefaultLongestCtaRow) {
       if (!arch.clusters()) return std::nullopt;
@@ -264,12 +272,18 @@ class Resident final : public Family {
         }
       } else {
         // Longer rows: 16 CTAs of 1024 threads, 16 keys each in registers
-        // and, past 262144, 16 more in shared memory.
+        // and, past 262144, 16 more in shared memory; more rows than 16-CTA
+        // clusters run at once, up to 262144 and k >= 64: 8 CTAs, 16 more
+        // keys each in shared memory.
         if (p.n > kDefaultLongestSharedRow || (p.dtype == DType::kF32 && p.k < kDefaultLeastLongRowK))
           return std::nullopt;
         r = ResidentParams{p.dtype, 1024, 1024, 16};
         r.cluster = 16;
-        if (p.n > r.capacity()) r.shared = FitShared(16 * 1024, 16, p.n);
+        if (p.batch > arch.max_resident_clusters(16)) {
+          if (p.n > kDefaultLongestEightCtaRow || p.k < kDefaultLeastLongRowK) return std::nullopt;
+          r.cluster = 8;
+        }
+        if (p.n > r.capacity()) r.shared = FitShared(1024LL * r.cluster, 16, p.n);
       }
       const Config c = r.ToConfig();
       if (p.batch > arch.max_resident_clusters(r.cluster) || !Validate(c, arch).ok() || !ValidateFor(c, arch, p).ok())

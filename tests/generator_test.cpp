@@ -275,7 +275,7 @@ TEST(StrategySwitchTest, RefinementsFlipOneAutomaticSwitchEach) {
   const char* sw[] = {"lane_atomics", "branch_free", "capture_only", "uniform_check", "prefetch"};
   // Problems the radix default keeps: more than 7 rows over 131072, k below
   // 64 there, or k above n / 8.
-  for (const Problem& p : {Prob(DType::kF32, 8, 262144, 2048), Prob(DType::kBF16, 128, 65536, 16384),
+  for (const Problem& p : {Prob(DType::kF32, 8, 524288, 2048), Prob(DType::kBF16, 128, 65536, 16384),
                            Prob(DType::kF32, 1, 524288, 32)}) {
     const Config def = DefaultConfig(p, Arch::Sm90());
     ASSERT_EQ(def.family, "radix") << p.ToString();
@@ -573,11 +573,11 @@ TEST(SpaceTest, DefaultClustersFollowTheSmCount) {
   EXPECT_EQ(big.max_resident_clusters(8), 15);
   EXPECT_EQ(big.max_resident_clusters(16), 7);
   EXPECT_EQ(small.max_resident_clusters(4), 3);
-  const Problem p = Prob(DType::kF32, 8, 262144, 2048);  // past the resident family's clusters
+  const Problem p = Prob(DType::kF32, 8, 262144, 8);  // fp32 k < 64: past the resident family's clusters
   EXPECT_EQ(R(DefaultConfig(p, big)).cluster, 8);  // 8 clusters of 16 CTAs would run in two waves
   EXPECT_EQ(R(DefaultConfig(p, small)).cluster, 2);  // 8 rows x 4 CTAs > 16
   EXPECT_EQ(R(DefaultConfig(Prob(DType::kF32, 7, 262144, 8), big)).cluster, 16);  // k 8: not the resident family's
-  EXPECT_EQ(R(DefaultConfig(Prob(DType::kF32, 15, 262144, 2048), big)).cluster, 8);
+  EXPECT_EQ(R(DefaultConfig(Prob(DType::kF32, 15, 262144, 8), big)).cluster, 8);
   // The device's answer wins over the fit: a GPU whose GPCs hold 6 clusters
   // of 16 CTAs and 14 of 8 gets smaller clusters and fewer resident rows.
   Arch answered = big;
@@ -585,7 +585,7 @@ TEST(SpaceTest, DefaultClustersFollowTheSmCount) {
   EXPECT_EQ(answered.max_resident_clusters(4), 33);
   EXPECT_EQ(answered.max_resident_clusters(16), 6);
   EXPECT_EQ(R(DefaultConfig(Prob(DType::kF32, 7, 262144, 8), answered)).cluster, 8);
-  EXPECT_EQ(R(DefaultConfig(Prob(DType::kF32, 15, 262144, 2048), answered)).cluster, 4);
+  EXPECT_EQ(R(DefaultConfig(Prob(DType::kF32, 15, 262144, 8), answered)).cluster, 4);
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 7, 524288, 2048), big).family, "resident");
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 7, 524288, 2048), answered).family, "radix");
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 15, 65536, 8), big).family, "resident");
@@ -969,7 +969,19 @@ TEST(ResidentFamilyTest, ConstraintsEnumerationAndPlan) {
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 131073, 63), arch).family, "radix");
   EXPECT_EQ(DefaultConfig(Prob(DType::kBF16, 1, 131073, 8), arch).family, "resident");  // 16-bit keys: any k
   EXPECT_EQ(DefaultConfig(Prob(DType::kF16, 7, 524288, 1), arch).family, "resident");
-  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 8, 262144, 2048), arch).family, "radix");  // 8 x 16 CTAs: two waves
+  // More rows than 16-CTA clusters run at once (8 on 132 SMs): 8 CTAs with
+  // 16 shared keys a thread up to 262144 and k >= 64, else the radix default.
+  ResidentParams eight_ctas{DType::kF32, 1024, 1024, 16};
+  eight_ctas.cluster = 8;
+  eight_ctas.shared = 16;
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 8, 262144, 2048), arch), eight_ctas.ToConfig());
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 15, 131073, 64), arch), eight_ctas.ToConfig());
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 8, 262145, 2048), arch).family, "radix");
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 8, 262144, 63), arch).family, "radix");
+  EXPECT_EQ(DefaultConfig(Prob(DType::kBF16, 8, 262144, 8), arch).family, "radix");  // k >= 64 here for 16-bit too
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 16, 262144, 2048), arch).family, "filter");
+  eight_ctas.dtype = DType::kBF16;
+  EXPECT_EQ(DefaultConfig(Prob(DType::kBF16, 15, 262144, 64), arch), eight_ctas.ToConfig());
   long_row.shared = 16;
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 262145, 2048), arch), long_row.ToConfig());
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 6, 524288, 64), arch), long_row.ToConfig());

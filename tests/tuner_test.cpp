@@ -81,10 +81,11 @@ class FakeEvaluator final : public Evaluator {
 Problem Shape() {
   Problem p;
   p.dtype = DType::kF32;
-  // Few long rows: the radix default (the resident family takes up to 7 rows
-  // of this length on 132 SMs, the filter family 16 rows and more).
+  // Few long rows: the radix default (the resident family takes up to 15
+  // rows of up to 262144 with k >= 64 on 132 SMs, the filter family 16 rows
+  // and more).
   p.batch = 8;
-  p.n = 262144;
+  p.n = 524288;
   p.k = 2048;
   p.ranges = true;
   return p;
