@@ -92,7 +92,7 @@ TEST(CompileAllTest, EveryKernelCompilesForSm90AndSm80) {
           Problem p;
           p.dtype = dt;
           p.batch = batch;
-          p.n = batch == 256 ? 32768 : 262144;
+          p.n = batch == 256 ? 32768 : 524288;
           p.k = batch == 256 ? 8192 : 2048;  // k above n / 8, or few long rows: the radix default
           const gen::Config def = gen::DefaultConfig(p, *a);
           std::vector<gen::Config> refined = gen::RadixFamily().Refinements(def, p, *a);
