@@ -3,12 +3,29 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <utility>
 
 #include "generator/resident.hpp"
 #include "topk/args.h"
 
 namespace topk::gen {
 namespace {
+
+// An upper bound of filter::Control's size (filter_select.cuh; each
+// generated source asserts it).
+constexpr int kControlBytes = 320;
+
+// filter::rows_smem_bytes: a row's histogram and list, with several rows per
+// CTA each rounded to 16 bytes.
+int RowsSmem(int hist_bytes, int capacity, int rows) {
+  const int one = hist_bytes + capacity * 8;
+  return rows == 1 ? one : rows * ((one + 15) / 16 * 16);
+}
+
+// Several rows per CTA: enumerated for rows up to this length, as (block,
+// rows) pairs that give each row 128 or 256 threads.
+constexpr int64_t kMultiRowLongestRow = 16384;
+constexpr std::pair<int, int> kMultiRowShapes[] = {{256, 2}, {512, 2}, {512, 4}, {1024, 4}, {1024, 8}};
 
 Status Broken(const std::string& constraint, const std::string& what) {
   return Status(Code::kInvalidArgument, "constraint " + constraint, what);
@@ -33,6 +50,10 @@ const std::vector<ParamSpec>& Specs() {
        "or let every key enter until the first cut (0); 2 guesses the sample's largest key, too high on purpose, and 3 "
        "streams without barriers even where the sample says the list may overflow (tests)",
        {0, 1, 2, 3}, false, 0},
+      {"rows", "w",
+       "one CTA per row: rows per CTA, each row a group of block_threads / rows threads with its own candidate list "
+       "(short rows, many of them)",
+       {1, 2, 4, 8}, true, 1},
   };
   return specs;
 }
@@ -55,6 +76,14 @@ class Filter final : public Family {
     const FilterParams c = FilterParams::Of(cfg);
     TOPK_RETURN_IF_ERROR(ValidateBlock(c.block_threads, arch));
     if (c.block_threads < 64) return Broken("block", "the filter family needs at least 64 threads");
+    if (c.rows != 1 && c.rows != 2 && c.rows != 4 && c.rows != 8)
+      return Broken("rows", "rows must be 1, 2, 4 or 8 per CTA, got " + std::to_string(c.rows));
+    if (c.block_threads % c.rows != 0 || c.group() % 32 != 0 || c.group() < 64)
+      return Broken("rows", std::to_string(c.rows) + " rows per CTA of " + std::to_string(c.block_threads) +
+                                " threads leave " + std::to_string(c.block_threads / c.rows) +
+                                " a row; the filter family needs at least 64, a multiple of 32");
+    if (c.rows > 1 && c.cluster > 1)
+      return Broken("rows", "several rows per CTA apply to one CTA per row, got cluster " + std::to_string(c.cluster));
     if (c.unroll < 1 || c.unroll > 4)
       return Broken("unroll", "unroll must be 1, 2, 3 or 4, got " + std::to_string(c.unroll));
     if (c.radix_bits != 8 && c.radix_bits != 11)
@@ -117,7 +146,9 @@ class Filter final : public Family {
                                     " guesses too coarsely for a list of " + std::to_string(c.capacity(p.k)) +
                                     " with k " + std::to_string(p.k) + " (more sample or more slack)");
     }
-    const int smem = (c.cluster > 1 ? c.cluster_base_smem(p.k) : c.smem_bytes(p.k)) + arch.static_smem_reserve;
+    // Each row of a CTA past the first has a control block of its own.
+    const int smem = (c.cluster > 1 ? c.cluster_base_smem(p.k) : c.smem_bytes(p.k)) + arch.static_smem_reserve +
+                     (c.rows - 1) * kControlBytes;
     if (smem > arch.max_smem_optin)
       return Broken("smem", "shared memory " + std::to_string(smem) + " B exceeds " + arch.Name() + "'s " +
                                 std::to_string(arch.max_smem_optin) + " B per block");
@@ -142,6 +173,24 @@ class Filter final : public Family {
               Config c = f.ToConfig();
               if (Validate(c, arch).ok() && ValidateFor(c, arch, p).ok()) out.push_back(std::move(c));
             }
+    // Several rows per CTA where rows are short and many: while the CTAs
+    // still give every SM one (ceil(batch / rows) >= SMs).
+    if (p.n <= kMultiRowLongestRow)
+      for (const auto& [b, w] : kMultiRowShapes) {
+        if ((p.batch + w - 1) / w < arch.sm_count) continue;
+        for (int r : Specs()[2].values)
+          for (int s : Specs()[3].values)
+            for (int g : {1, 0}) {
+              FilterParams f{p.dtype, b, 1, r, s};
+              f.guess = g;
+              f.rows = w;
+              // A group of at most 512 threads samples 512 16-byte vectors
+              // (filter_select.cuh, guess); a shorter row starts open either way.
+              if (g == 1 && p.n < 512LL * f.vec()) continue;
+              Config c = f.ToConfig();
+              if (Validate(c, arch).ok() && ValidateFor(c, arch, p).ok()) out.push_back(std::move(c));
+            }
+      }
     // Cluster mode where a row is long and the rows are few: every CTA keeps
     // at least 2048 elements, and every cluster is resident at once (a CTA
     // takes an SM, Arch::max_resident_clusters; a second wave doubled the
@@ -173,6 +222,14 @@ class Filter final : public Family {
           Config c = FilterParams{dtype, b, u, r, 1}.ToConfig();
           if (Validate(c, arch).ok()) out.push_back(std::move(c));
         }
+    // Several rows per CTA (one 16-byte load per thread a step).
+    for (const auto& [b, w] : kMultiRowShapes)
+      for (int r : Specs()[2].values) {
+        FilterParams f{dtype, b, 1, r, 1};
+        f.rows = w;
+        Config c = f.ToConfig();
+        if (Validate(c, arch).ok()) out.push_back(std::move(c));
+      }
     // The clustered binaries (one serves every cluster size).
     if (arch.clusters())
       for (int b : {512, 1024})
@@ -228,6 +285,7 @@ class Filter final : public Family {
     std::ostringstream s;
     s << "filter_" << DTypeName(c.dtype) << "_b" << c.block_threads << "_u" << c.unroll << "_r" << c.radix_bits;
     if (c.cluster > 1) s << "_cN";
+    if (c.rows > 1) s << "_w" << c.rows;
     return s.str();
   }
 
@@ -235,7 +293,9 @@ class Filter final : public Family {
     const FilterParams c = FilterParams::Of(cfg);
     std::ostringstream pol;
     pol << "topk::filter::Policy<" << static_cast<int>(c.dtype) << ", " << c.block_threads << ", " << c.unroll << ", "
-        << c.radix_bits << ">";
+        << c.radix_bits;
+    if (c.rows > 1) pol << ", " << c.rows;
+    pol << ">";
     KernelSource s;
     s.key = KernelKey(cfg);
     s.file_name = s.key + ".cu";
@@ -249,6 +309,11 @@ class Filter final : public Family {
       << "static_assert(P::kHistSmem == " << c.hist_smem_bytes()
       << ", \"host and template disagree on the histogram shared memory\");\n"
       << "static_assert(P::kTile == " << c.tile() << ", \"host and template disagree on the step\");\n"
+      << "static_assert(topk::filter::rows_smem_bytes(" << c.hist_smem_bytes() << ", 1001, " << c.rows
+      << ") == " << RowsSmem(c.hist_smem_bytes(), 1001, c.rows)
+      << ", \"host and template disagree on the rows' shared memory\");\n"
+      << "static_assert(sizeof(topk::filter::Control) <= " << kControlBytes
+      << ", \"host and template disagree on the control block\");\n"
       << "static_assert(sizeof(TopkArgs) == " << TOPK_ARGS_SIZE << ", \"TopkArgs layout\");\n"
       << "}  // namespace topk_generated\n\n"
       << "template __global__ void " << s.name_expression << "(TopkArgs);\n";
@@ -261,6 +326,7 @@ class Filter final : public Family {
     const FilterParams c = FilterParams::Of(cfg);
     Stage s;
     s.block = static_cast<unsigned>(c.block_threads);
+    s.rows_per_cta = c.rows;
     s.args.buffer = c.capacity(p.k);
     s.smem_bytes = c.smem_bytes(p.k);
     if (c.cluster > 1) {
@@ -289,6 +355,7 @@ FilterParams FilterParams::Of(const Config& c) {
   f.margin = c.Get("margin");
   f.recovery = c.Get("recovery");
   f.guess = c.Get("guess");
+  f.rows = c.Get("rows");
   return f;
 }
 
@@ -298,11 +365,13 @@ Config FilterParams::ToConfig() const {
   c.dtype = dtype;
   c.params = {{"block_threads", block_threads}, {"unroll", unroll}, {"radix_bits", radix_bits}, {"slack", slack},
               {"cluster", cluster},            {"sample", sample}, {"margin", margin},
-              {"recovery", recovery},          {"guess", guess}};
+              {"recovery", recovery},          {"guess", guess},   {"rows", rows}};
   return c;
 }
 
-int FilterParams::max_capacity() const { return TOPK_FILTER_MAX_ITEMS * block_threads; }
+int FilterParams::max_capacity() const { return TOPK_FILTER_MAX_ITEMS * group(); }
+
+int FilterParams::smem_bytes(int64_t k) const { return RowsSmem(hist_smem_bytes(), capacity(k), rows); }
 
 int FilterParams::capacity(int64_t k) const {
   return static_cast<int>(std::min<int64_t>(max_capacity(), k + static_cast<int64_t>(slack) * tile()));

@@ -31,18 +31,24 @@ struct FilterParams {
   // without barriers whatever the sample (tests). A launch argument
   // (TopkArgs::rounds).
   int guess = 0;
+  // One CTA per row only: rows per CTA, each served by a group of
+  // block_threads / rows threads with its own list (short rows, many of them).
+  int rows = 1;             // [code]
 
   static FilterParams Of(const Config& c);
   Config ToConfig() const;
   operator Config() const { return ToConfig(); }  // NOLINT(google-explicit-constructor)
 
   int vec() const { return 16 / DTypeSize(dtype); }
-  int tile() const { return block_threads * vec() * unroll; }  // elements per step
+  int group() const { return block_threads / rows; }           // threads per row
+  int tile() const { return group() * vec() * unroll; }        // elements per step
   int max_capacity() const;                                    // what the threads can hold while cutting
   // Candidate capacity for k: k + slack steps, at most max_capacity().
   int capacity(int64_t k) const;
   int hist_smem_bytes() const { return (1 << radix_bits) * 4; }
-  int smem_bytes(int64_t k) const { return hist_smem_bytes() + capacity(k) * 8; }
+  // Dynamic shared memory: a row's histogram and list; with several rows
+  // per CTA one such area a row, each rounded to 16 bytes.
+  int smem_bytes(int64_t k) const;
   // Cluster mode: shared memory before the slice cache, and the slice
   // length of a row of n (what the cache must hold to keep it all).
   int cluster_base_smem(int64_t k) const;

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <set>
@@ -885,6 +886,100 @@ TEST(FilterFamilyTest, ClusterModeIdsConstraintsAndPlan) {
   const KernelSource src = GenerateSource(c);
   EXPECT_EQ(src.name_expression, "topk::filter_cluster_kernel<topk::filter::Policy<0, 1024, 1, 11>>");
   EXPECT_NE(src.text.find("#include \"topk/filter/filter_cluster.cuh\""), std::string::npos);
+}
+
+// The filter family's several rows per CTA: each row a group of block /
+// rows threads with its own list (capacity, step and shared memory per
+// group), its own id and binary, enumerated for short rows while every SM
+// keeps a CTA, and a plan whose grid covers the rows in groups.
+TEST(FilterFamilyTest, SeveralRowsPerCta) {
+  const Arch arch = Arch::Sm90();
+  FilterParams c{DType::kF32, 512, 1, 8, 2};
+  c.guess = 1;
+  c.rows = 4;
+  EXPECT_EQ(Config(c).Id(), "filter_f32_b512_u1_r8_s2_g1_w4");
+  EXPECT_EQ(Config(c).KernelKey(), "filter_f32_b512_u1_r8_w4");
+  auto back = Config::FromId("filter_f32_b512_u1_r8_s2_g1_w4");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, Config(c));
+  EXPECT_EQ(FilterParams::Of(*back).rows, 4);
+  EXPECT_EQ(c.group(), 128);
+  EXPECT_EQ(c.tile(), 128 * 4);
+  EXPECT_EQ(c.max_capacity(), 16 * 128);
+  EXPECT_EQ(c.capacity(100), 100 + 2 * 512);
+  // Each group's histogram and list, rounded to 16 bytes.
+  EXPECT_EQ(FilterParams({DType::kF32, 512, 1, 8, 1}).smem_bytes(101), 1024 + (101 + 2048) * 8);  // one row: not rounded
+  FilterParams odd = c;
+  odd.slack = 1;
+  EXPECT_EQ(odd.smem_bytes(101), 4 * ((1024 + (101 + 512) * 8 + 15) / 16 * 16));
+  EXPECT_TRUE(ValidateFor(c, arch, Prob(DType::kF32, 4096, 1024, 32)).ok());
+  // k plus a step beyond what a group of 128 holds (2048).
+  EXPECT_EQ(ValidateFor(c, arch, Prob(DType::kF32, 4096, 4096, 1600)).where(), "constraint capacity");
+  auto broken = [&](auto f) {
+    FilterParams x = c;
+    f(x);
+    return Validate(x, arch).where();
+  };
+  EXPECT_EQ(broken([](FilterParams& x) { x.rows = 3; }), "constraint rows");
+  EXPECT_EQ(broken([](FilterParams& x) { x.rows = 16; }), "constraint rows");
+  EXPECT_EQ(broken([](FilterParams& x) { x.rows = 0; }), "constraint rows");
+  EXPECT_EQ(broken([](FilterParams& x) { x.rows = 8; }), "");  // 64 threads a row
+  EXPECT_EQ(broken([](FilterParams& x) { x.block_threads = 256, x.rows = 8; }), "constraint rows");  // 32
+  EXPECT_EQ(broken([](FilterParams& x) { x.guess = 0, x.cluster = 2; }), "constraint rows");
+  {
+    FilterParams x = c;
+    x.block_threads = 256, x.rows = 8;
+    EXPECT_NE(Validate(x, arch).message().find("32 a row"), std::string::npos) << Validate(x, arch).message();
+  }
+  // The plan: 4 rows a CTA, every group's shared memory.
+  const Problem p = Prob(DType::kF32, 4099, 1024, 32);
+  const Stage s = PlanLaunch(c, p, arch).stages.at(0);
+  EXPECT_EQ(s.rows_per_cta, 4);
+  EXPECT_EQ(s.Grid(4099), 1025u);
+  EXPECT_EQ(s.block, 512u);
+  EXPECT_EQ(s.args.buffer, 32 + 2 * 512);
+  EXPECT_EQ(s.smem_bytes, c.smem_bytes(32));
+  EXPECT_EQ(s.args.rounds, 1);
+  const KernelSource src = GenerateSource(c);
+  EXPECT_EQ(src.name_expression, "topk::filter_kernel<topk::filter::Policy<0, 512, 1, 8, 4>>");
+  // One row per CTA keeps its source.
+  FilterParams one = c;
+  one.rows = 1;
+  EXPECT_EQ(GenerateSource(one).name_expression, "topk::filter_kernel<topk::filter::Policy<0, 512, 1, 8>>");
+  // Enumerated for short rows while ceil(batch / rows) gives every SM a CTA.
+  SpaceOptions only;
+  only.families = {"filter"};
+  auto max_rows = [&](const Problem& q) {
+    int most = 0;
+    for (const Config& x : Enumerate(q, arch, only)) {
+      EXPECT_TRUE(ValidateFor(x, arch, q).ok()) << x.Id();
+      most = std::max(most, FilterParams::Of(x).rows);
+    }
+    return most;
+  };
+  EXPECT_EQ(max_rows(Prob(DType::kF32, 4096, 1024, 32)), 8);
+  EXPECT_EQ(max_rows(Prob(DType::kF32, 4 * 132 - 3, 4096, 128)), 4);  // 132 CTAs
+  EXPECT_EQ(max_rows(Prob(DType::kF32, 4 * 131, 4096, 128)), 2);      // 131
+  EXPECT_EQ(max_rows(Prob(DType::kF32, 64, 4096, 128)), 1);
+  EXPECT_EQ(max_rows(Prob(DType::kF32, 4096, 32768, 128)), 1);  // past 16384
+  // The guessed start only where a group's sample (512 16-byte vectors) fits the row.
+  auto guesses = [&](const Problem& q) {
+    std::set<int> g;
+    for (const Config& x : Enumerate(q, arch, only))
+      if (FilterParams::Of(x).rows > 1) g.insert(FilterParams::Of(x).guess);
+    return g;
+  };
+  EXPECT_EQ(guesses(Prob(DType::kF32, 4096, 2047, 32)), (std::set<int>{0}));
+  EXPECT_EQ(guesses(Prob(DType::kF32, 4096, 2048, 32)), (std::set<int>{0, 1}));
+  EXPECT_EQ(guesses(Prob(DType::kBF16, 4096, 4095, 32)), (std::set<int>{0}));
+  // EnumerateKernels lists their binaries (one 16-byte load a thread a step).
+  int kernels = 0;
+  for (const Config& x : EnumerateKernels(DType::kBF16, arch))
+    if (x.family == "filter" && FilterParams::Of(x).rows > 1) {
+      ++kernels;
+      EXPECT_EQ(FilterParams::Of(x).unroll, 1) << x.Id();
+    }
+  EXPECT_EQ(kernels, 10);
 }
 
 // The resident family: ids, each constraint named, enumeration only for rows

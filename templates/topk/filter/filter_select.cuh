@@ -48,15 +48,19 @@ namespace filter {
 #endif
 
 // A variant's code shape. The candidate capacity is a launch argument
-// (TopkArgs::buffer); the host checks k + kTile <= capacity <= kMaxItems * BLOCK.
-template <int DTYPE, int BLOCK, int UNROLL, int RADIX>
+// (TopkArgs::buffer); the host checks k + kTile <= capacity <= kMaxItems *
+// kGroup. ROWS rows per CTA (one CTA per row only): each row a group of
+// BLOCK / ROWS threads with its own list, histogram and named barrier.
+template <int DTYPE, int BLOCK, int UNROLL, int RADIX, int ROWS = 1>
 struct Policy {
   static constexpr int kDtype = DTYPE;
   static constexpr int kBlock = BLOCK;
+  static constexpr int kRows = ROWS;
+  static constexpr int kGroup = BLOCK / ROWS;  // threads per row
   static constexpr int kUnroll = UNROLL;     // 16-byte loads per thread per tile
   static constexpr int kRadix = RADIX;      // digit width of the in-list select
   static constexpr int kVec = Keys<DTYPE>::kVec;
-  static constexpr int kTile = BLOCK * kVec * UNROLL;  // elements per step of the row
+  static constexpr int kTile = kGroup * kVec * UNROLL;  // elements per step of the row
   static constexpr int kKeyBits = Keys<DTYPE>::kBits;
   static constexpr int kBins = 1 << RADIX;
   static constexpr int kPasses = (kKeyBits + RADIX - 1) / RADIX;
@@ -65,12 +69,37 @@ struct Policy {
   // Dynamic shared memory before the candidate list: the histogram.
   static constexpr int kHistSmem = kBins * 4;
   static_assert(BLOCK % 32 == 0 && BLOCK >= 64 && BLOCK <= 1024, "block size");
+  // Named barriers 1..ROWS (0 is the CTA's).
+  static_assert(ROWS >= 1 && ROWS <= 8 && BLOCK % ROWS == 0 && kGroup % 32 == 0 && kGroup >= 64, "rows per CTA");
   static_assert(RADIX == 8 || RADIX == 11, "digit width");
 };
 
 // Dynamic shared memory of a launch with `capacity` candidates (the host
-// computes the same, generator/filter.cpp).
+// computes the same, generator/filter.cpp): a row's histogram and list, and
+// with several rows per CTA one such area a row, each rounded to 16 bytes.
 __host__ __device__ constexpr int smem_bytes(int hist_bytes, int capacity) { return hist_bytes + capacity * 8; }
+__host__ __device__ constexpr int group_smem_stride(int hist_bytes, int capacity) {
+  return (smem_bytes(hist_bytes, capacity) + 15) / 16 * 16;
+}
+__host__ __device__ constexpr int rows_smem_bytes(int hist_bytes, int capacity, int rows) {
+  return rows == 1 ? smem_bytes(hist_bytes, capacity) : rows * group_smem_stride(hist_bytes, capacity);
+}
+
+// The threads of one row and their barrier: the CTA with one row per CTA,
+// else a group of P::kGroup threads on named barrier `id` (1 + its index).
+template <class P>
+struct RowSync {
+  unsigned t;  // the thread's index in its group
+  int id;
+  __device__ __forceinline__ unsigned tid() const { return P::kRows == 1 ? threadIdx.x : t; }
+  __device__ __forceinline__ void bar() const {
+    if (P::kRows == 1) {
+      __syncthreads();
+    } else {
+      asm volatile("bar.sync %0, %1;" ::"r"(id), "n"(P::kGroup) : "memory");
+    }
+  }
+};
 
 struct Control {
   int added[3];    // candidates appended by step s, in added[s % 3] (RowFilter::make_room)
@@ -90,14 +119,15 @@ __device__ __forceinline__ u32 unpack_raw(const u32 (&w)[4], int e) {
 }
 
 // The key of rank `rank` (1 = largest) among `count` keys held N per thread
-// (entry threadIdx.x + j * block), digit by digit from the top, and in *need
+// (entry tid + j * group), digit by digit from the top, and in *need
 // how many keys equal to it rank at or above `rank`. Requires 1 <= rank <=
 // count. With fewer `passes` than the key needs, the lowest key of the
-// rank's bin at that depth (its low bits zero). Every thread calls it.
-template <class P, int N>
+// rank's bin at that depth (its low bits zero). Every thread of the row
+// (`sync`: the CTA unless given) calls it.
+template <class P, int N, class S = CtaSync>
 __device__ u32 select_rank(const u32 (&key)[N], int count, u32 rank, u32* hist, ThresholdResult* res, u32* scratch,
-                           u32* need_out, int passes = P::kPasses) {
-  constexpr int T = P::kBlock, NB = P::kBins, KB = P::kKeyBits;
+                           u32* need_out, int passes = P::kPasses, S sync = S()) {
+  constexpr int T = P::kGroup, NB = P::kBins, KB = P::kKeyBits;
   u32 prefix = 0;
   u32 need = rank;
 #pragma unroll 1
@@ -105,16 +135,16 @@ __device__ u32 select_rank(const u32 (&key)[N], int count, u32 rank, u32* hist, 
     const int hi = KB - pass * P::kRadix;
     const int lo = hi - P::kRadix > 0 ? hi - P::kRadix : 0;
     const u32 mask = (1u << (hi - lo)) - 1u;
-    for (int b = threadIdx.x; b < NB; b += T) hist[b] = 0;
-    __syncthreads();
+    for (int b = sync.tid(); b < NB; b += T) hist[b] = 0;
+    sync.bar();
 #pragma unroll
     for (int j = 0; j < N; ++j) {
-      const int i = static_cast<int>(threadIdx.x) + j * T;
+      const int i = static_cast<int>(sync.tid()) + j * T;
       const bool same = hi >= 32 || (key[j] >> hi) == (prefix >> hi);
       if (i < count && same) atomicAdd(&hist[(key[j] >> lo) & mask], 1u);
     }
-    __syncthreads();
-    const ThresholdResult r = find_threshold<T, NB>(hist, need, res, scratch, nullptr);
+    sync.bar();
+    const ThresholdResult r = find_threshold<T, NB, false, S>(hist, need, res, scratch, nullptr, nullptr, sync);
     need -= r.above;
     prefix |= r.bin << lo;
   }
@@ -129,26 +159,26 @@ __device__ u32 select_rank(const u32 (&key)[N], int count, u32 rank, u32* hist, 
 // serialize), and the search ends as soon as the rank's bin is taken whole.
 // Returns the threshold t and *need_out: keys above t are kept, and *need_out
 // of the keys equal to t. On an early end t is one below the bin's least key
-// and *need_out is 0. Every thread calls it with the same lo and hi.
-template <class P, int N>
+// and *need_out is 0. Every thread of the row calls it with the same lo and hi.
+template <class P, int N, class S = CtaSync>
 __device__ u32 select_rank_span(const u32 (&key)[N], int count, u32 rank, u32 lo, u32 hi, u32* hist,
-                                ThresholdResult* res, u32* scratch, u32* need_out) {
-  constexpr int T = P::kBlock, NB = P::kBins;
+                                ThresholdResult* res, u32* scratch, u32* need_out, S sync = S()) {
+  constexpr int T = P::kGroup, NB = P::kBins;
   u32 need = rank;
 #pragma unroll 1
   while (lo != hi) {
     const int bits = 32 - __clz(hi - lo);
     const int shift = bits > P::kRadix ? bits - P::kRadix : 0;
-    for (int b = threadIdx.x; b < NB; b += T) hist[b] = 0;
-    __syncthreads();
+    for (int b = sync.tid(); b < NB; b += T) hist[b] = 0;
+    sync.bar();
 #pragma unroll
     for (int j = 0; j < N; ++j) {
       if (j * T >= count) break;
-      const int i = static_cast<int>(threadIdx.x) + j * T;
+      const int i = static_cast<int>(sync.tid()) + j * T;
       if (i < count && key[j] >= lo && key[j] <= hi) atomicAdd(&hist[(key[j] - lo) >> shift], 1u);
     }
-    __syncthreads();
-    const ThresholdResult r = find_threshold<T, NB>(hist, need, res, scratch, nullptr);
+    sync.bar();
+    const ThresholdResult r = find_threshold<T, NB, false, S>(hist, need, res, scratch, nullptr, nullptr, sync);
     need -= r.above;
     lo += r.bin << shift;
     const u32 width = (1u << shift) - 1u;
@@ -166,11 +196,12 @@ template <class P>
 struct RowFilter {
   using K = Keys<P::kDtype>;
   using Raw = typename K::Raw;
-  static constexpr int T = P::kBlock;
+  static constexpr int T = P::kGroup;  // the row's threads
   static constexpr int V = P::kVec;
   static constexpr int NB = P::kBins;
   static constexpr int KB = P::kKeyBits;
 
+  RowSync<P> grp;
   Control* ctl;
   u32* hist;
   u32* keys;
@@ -185,7 +216,7 @@ struct RowFilter {
   // Cuts the list (count > k entries) to exactly its k largest keys and
   // sets the threshold to the k-th key, or below it where the select ended
   // on a bin taken whole (the kept keys are then exactly those above it).
-  // Every thread calls it.
+  // Every thread of the row calls it.
   __device__ void cut(int k) {
     // The list moves through registers: every read happens before any write.
     // Slots j at or past `items` hold no key in any thread (the same branch
@@ -199,7 +230,7 @@ struct RowFilter {
     u32 kmin = ~0u, kmax = 0u;
 #pragma unroll
     for (int j = 0; j < P::kMaxItems; ++j) {
-      const int i = static_cast<int>(threadIdx.x) + j * T;
+      const int i = static_cast<int>(grp.tid()) + j * T;
       key[j] = 0u;
       id[j] = -1;
       if (j < items && i < count) {
@@ -215,21 +246,21 @@ struct RowFilter {
       atomicMin(&ctl->lo, kmin);
       atomicMax(&ctl->hi, kmax);
     }
-    if (threadIdx.x == 0) {
+    if (grp.tid() == 0) {
       ctl->taken = 0;
       ctl->placed = 0;
     }
-    __syncthreads();
+    grp.bar();
     // The k-th key; `need` of the keys equal to it are kept.
     u32 need;
     const u32 prefix = select_rank_span<P>(key, count, static_cast<u32>(k), ctl->lo, ctl->hi, hist, &ctl->res,
-                                           ctl->scratch, &need);
+                                           ctl->scratch, &need, grp);
 #if defined(TOPK_STOP_AT) && TOPK_STOP_AT == 4
     count = k;  // stop 4: nothing placed (the list's order is left as it is)
     if (prefix == ~need) keys[0] = need;  // keeps the select
     return;
 #endif
-    if (threadIdx.x == 0) ctl->threshold = prefix;
+    if (grp.tid() == 0) ctl->threshold = prefix;
     const int above = k - static_cast<int>(need);
     // Positions: one atomic per warp and kind for all its slots (an atomic
     // a slot chained about 16 shared-memory round trips: 2 us of a 64 x
@@ -239,7 +270,7 @@ struct RowFilter {
 #pragma unroll
     for (int j = 0; j < P::kMaxItems; ++j) {
       if (j >= items) break;
-      const int i = static_cast<int>(threadIdx.x) + j * T;
+      const int i = static_cast<int>(grp.tid()) + j * T;
       nup += __popc(__ballot_sync(kFullMask, i < count && key[j] > prefix));
       ntie += __popc(__ballot_sync(kFullMask, i < count && key[j] == prefix));
     }
@@ -253,7 +284,7 @@ struct RowFilter {
 #pragma unroll
     for (int j = 0; j < P::kMaxItems; ++j) {
       if (j >= items) break;
-      const int i = static_cast<int>(threadIdx.x) + j * T;
+      const int i = static_cast<int>(grp.tid()) + j * T;
       const bool up = i < count && key[j] > prefix;
       const bool tie = i < count && key[j] == prefix;
       const u32 ups = __ballot_sync(kFullMask, up), ties = __ballot_sync(kFullMask, tie);
@@ -272,11 +303,11 @@ struct RowFilter {
       tie0 += __popc(ties);
     }
     count = k;
-    __syncthreads();
+    grp.bar();
     // The span for the next cut, after the barrier: with every key equal
     // (lo == hi) the select has no barrier of its own, and a reset before
     // this one raced with the reads of lo and hi (racecheck).
-    if (threadIdx.x == 0) {
+    if (grp.tid() == 0) {
       ctl->lo = ~0u;
       ctl->hi = 0u;
     }
@@ -326,10 +357,10 @@ struct RowFilter {
   // before appending to it, measured 5-10% slower on the 1024-thread
   // kernels.)
   __device__ __forceinline__ void make_room(int k, int incoming, u32* threshold, bool* open) {
-    __syncthreads();  // the last step's appends are in
+    grp.bar();  // the last step's appends are in
     ++step;
     count += ctl->added[(step + 2) % 3];
-    if (threadIdx.x == 0) ctl->added[(step + 1) % 3] = 0;
+    if (grp.tid() == 0) ctl->added[(step + 1) % 3] = 0;
     if (count + incoming > capacity) {
       cut(k);  // ends with a barrier after the new threshold is written
       *threshold = ctl->threshold;
@@ -338,10 +369,10 @@ struct RowFilter {
   }
 
   // This thread's 16-byte loads of the step starting at vector v0.
-  __device__ __forceinline__ static void load_step(const uint4* body, int v0, int nvec, uint4 (&q)[P::kUnroll]) {
+  __device__ __forceinline__ void load_step(const uint4* body, int v0, int nvec, uint4 (&q)[P::kUnroll]) const {
 #pragma unroll
     for (int u = 0; u < P::kUnroll; ++u) {
-      const int v = v0 + u * T + static_cast<int>(threadIdx.x);
+      const int v = v0 + u * T + static_cast<int>(grp.tid());
       q[u] = v < nvec ? body[v] : make_uint4(0u, 0u, 0u, 0u);
     }
   }
@@ -363,7 +394,7 @@ struct RowFilter {
     bool valid[P::kUnroll * V];
 #pragma unroll
     for (int u = 0; u < P::kUnroll; ++u) {
-      const int v = v0 + u * T + static_cast<int>(threadIdx.x);
+      const int v = v0 + u * T + static_cast<int>(grp.tid());
       const u32 w[4] = {q[u].x, q[u].y, q[u].z, q[u].w};
 #pragma unroll
       for (int e = 0; e < V; ++e) {
@@ -380,7 +411,7 @@ struct RowFilter {
   // through the list; the caller made room for them.
   __device__ __forceinline__ void append_head_tail(const Raw* row, RowRange range, int head, int body_end,
                                                    u32 threshold, bool open) {
-    const int t = threadIdx.x;
+    const int t = grp.tid();
     const bool valid[1] = {t < head + (range.end - body_end)};
     const int col[1] = {t < head ? range.start + t : body_end + (t - head)};
     const u32 key[1] = {valid[0] ? K::key_flip(static_cast<u32>(row[col[0]]), flip) : 0u};
@@ -452,7 +483,7 @@ struct RowFilter {
     u32 key[V * G];
 #pragma unroll
     for (int g = 0; g < G; ++g) {
-      const uint4 q = body[static_cast<long long>(threadIdx.x + g * T) * nvec / (T * G)];
+      const uint4 q = body[static_cast<long long>(grp.tid() + g * T) * nvec / (T * G)];
       const u32 w[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
       for (int e = 0; e < V; ++e) key[g * V + e] = K::key_flip(unpack_raw<KB>(w, e), flip);
@@ -463,7 +494,7 @@ struct RowFilter {
     constexpr int kCover22 = (22 + P::kRadix - 1) / P::kRadix;
     constexpr int kGuessPasses = kCover22 < P::kPasses ? kCover22 : P::kPasses;
     const u32 t = select_rank<P, V * G>(key, S, static_cast<u32>(rank), hist, &ctl->res, ctl->scratch, &need,
-                                        kGuessPasses);
+                                        kGuessPasses, grp);
     if (t == 0) return;  // every key is at or above it: nothing to skip
     *threshold = t - 1;
     *open = false;
@@ -471,8 +502,10 @@ struct RowFilter {
     *free_stream = mode == 3 || (c + 2.0f * sqrtf(c)) * (static_cast<float>(L) / S) <= capacity;
   }
 
-  __device__ void run(const TopkArgs& a, unsigned char* smem, Control* control) {
-    const int rowi = blockIdx.x;
+  // `gid`: the row's group in the CTA (0 with one row per CTA).
+  __device__ void run(const TopkArgs& a, unsigned char* smem, Control* control, int gid) {
+    const int rowi = static_cast<int>(blockIdx.x) * P::kRows + gid;
+    if (P::kRows > 1 && rowi >= a.batch) return;  // the last CTA's groups past the last row
     const bool values = (a.flags & TOPK_FLAG_VALUES) != 0 && a.out_val != nullptr;
     const int k = a.k;
     flip = (a.flags & TOPK_FLAG_SMALLEST) ? (KB == 32 ? ~0u : 0xffffu) : 0u;
@@ -482,7 +515,7 @@ struct RowFilter {
     const RowRange range = row_range(a, rowi);
     const int L = range.end - range.start;
     if (L <= k) {
-      take_whole_range(row, range, out_idx, out_val, static_cast<int>(threadIdx.x), T, k, static_cast<Raw>(K::kLowest));
+      take_whole_range(row, range, out_idx, out_val, static_cast<int>(grp.tid()), T, k, static_cast<Raw>(K::kLowest));
       return;
     }
     {
@@ -490,13 +523,13 @@ struct RowFilter {
       // a host bug, and trapping beats corrupting shared memory.
       u32 dyn;
       asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
-      if (static_cast<int>(dyn) < smem_bytes(P::kHistSmem, a.buffer) || a.buffer < k + P::kTile ||
+      if (static_cast<int>(dyn) < rows_smem_bytes(P::kHistSmem, a.buffer, P::kRows) || a.buffer < k + P::kTile ||
           a.buffer > P::kMaxItems * T)
         __trap();
     }
-    ctl = control;
+    ctl = control + gid;
     capacity = a.buffer;
-    hist = reinterpret_cast<u32*>(smem);
+    hist = reinterpret_cast<u32*>(smem + (P::kRows == 1 ? 0 : gid * group_smem_stride(P::kHistSmem, capacity)));
     keys = hist + NB;
     idx = reinterpret_cast<int*>(keys + capacity);
     // Scalar head up to 16-byte alignment, vector body, scalar tail.
@@ -508,7 +541,7 @@ struct RowFilter {
     const uint4* body = reinterpret_cast<const uint4*>(row + range.start + head);
     count = 0;
     step = 0;  // the head and tail of a stream with barriers are step 1
-    if (threadIdx.x == 0) {
+    if (grp.tid() == 0) {
       ctl->added[0] = ctl->added[1] = ctl->added[2] = 0;
       ctl->lo = ~0u;
       ctl->hi = 0u;
@@ -532,14 +565,14 @@ struct RowFilter {
     } else {
       stream<false>(row, range, head, nvec, body_end, body, k, threshold, open, first);
     }
-    __syncthreads();
+    grp.bar();
     count += ctl->added[step % 3];
     TOPK_FILTER_STOP(2);
 #ifdef TOPK_FILTER_GUESS_DEBUG
     // Development aid (topk-probe --define TOPK_FILTER_GUESS_DEBUG): a guess
     // that let fewer than k keys through, or more than the list holds, and
     // a guessed start that streamed with cuts.
-    if (threadIdx.x == 0 && guessed && (count < k || count > capacity || !free_stream))
+    if (grp.tid() == 0 && guessed && (count < k || count > capacity || !free_stream))
       printf("filter guess: row %d L %d threshold %08x count %d k %d capacity %d free %d\n", rowi, L, threshold,
              count, k, capacity, free_stream ? 1 : 0);
 #endif
@@ -561,8 +594,8 @@ struct RowFilter {
           open = false;
         }
       }
-      __syncthreads();  // every thread has read the counters and the threshold
-      if (threadIdx.x == 0) ctl->added[0] = ctl->added[1] = ctl->added[2] = 0;
+      grp.bar();  // every thread has read the counters and the threshold
+      if (grp.tid() == 0) ctl->added[0] = ctl->added[1] = ctl->added[2] = 0;
       count = 0;
       step = 0;
       make_room(k, head + (range.end - body_end), &threshold, &open);
@@ -570,7 +603,7 @@ struct RowFilter {
 #pragma unroll 1
       for (int v0 = 0; v0 < nvec; v0 += T) {
         make_room(k, T * V, &threshold, &open);
-        const int v = v0 + static_cast<int>(threadIdx.x);
+        const int v = v0 + static_cast<int>(grp.tid());
         const uint4 q = v < nvec ? body[v] : make_uint4(0u, 0u, 0u, 0u);
         const u32 w[4] = {q.x, q.y, q.z, q.w};
         u32 key[V];
@@ -584,7 +617,7 @@ struct RowFilter {
         }
         append(key, col, valid, threshold, open);
       }
-      __syncthreads();
+      grp.bar();
       count += ctl->added[step % 3];
     }
     if (count > k) cut(k);
@@ -592,7 +625,7 @@ struct RowFilter {
     // The list is the row's top k. Values come back from their keys, not
     // from the row (a gather that missed L2 on the rows that stream from
     // memory), but for NaN, whose key keeps no payload.
-    for (int j = threadIdx.x; j < k; j += T) {
+    for (int j = grp.tid(); j < k; j += T) {
       const int c = idx[j];
       out_idx[j] = c;
       if (values) {
@@ -608,9 +641,12 @@ struct RowFilter {
 template <class P>
 __global__ void __launch_bounds__(P::kBlock, 1) filter_kernel(TopkArgs a) {
   extern __shared__ __align__(16) unsigned char filter_smem[];
-  __shared__ filter::Control control;
+  __shared__ filter::Control control[P::kRows];
   filter::RowFilter<P> f;
-  f.run(a, filter_smem, &control);
+  const int gid = P::kRows == 1 ? 0 : static_cast<int>(threadIdx.x) / P::kGroup;
+  f.grp.t = threadIdx.x % P::kGroup;
+  f.grp.id = 1 + gid;
+  f.run(a, filter_smem, control, gid);
 }
 
 }  // namespace topk
