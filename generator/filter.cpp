@@ -257,7 +257,23 @@ class Filter final : public Family {
   // or the radix default's, which spread a row over up to 16 SMs (8 rows of
   // 524288, k 8: 29.0 us on 16 CTAs, 25.0 on 8, against 52.2); so does a
   // larger k (1024 x 16384, k 4096: 96 us against 139).
+  //
+  // Many short rows (FilterDefaultTakesShortRows) take groups of 128
+  // threads, 8 rows per CTA from 8 rows per SM, else 4 (H100, against the
+  // resident default, docs/PERFORMANCE.md "Several rows per CTA"): 1056 x
+  // 4096 k128 18.45 us against 24.64, 4096 x 8192 k32 111.5 against 199.1,
+  // 528 x 2048 k32 8.94 against 10.97; shorter rows, where a group cannot
+  // sample, and k above n / 8 stayed with the resident family.
   std::optional<Config> Default(const Problem& p, const Arch& arch) const override {
+    if (FilterDefaultTakesShortRows(p, arch)) {
+      const bool eight = p.batch >= 8LL * arch.sm_count;
+      FilterParams f{p.dtype, eight ? 1024 : 512, 1, 8, 2};
+      f.guess = 1;
+      f.rows = eight ? 8 : 4;
+      Config c = f.ToConfig();
+      if (!Validate(c, arch).ok() || !ValidateFor(c, arch, p).ok()) return std::nullopt;
+      return c;
+    }
     if (p.n <= kResidentDefaultLongestCtaRow || p.k * 8 > p.n || p.batch < std::max(16, arch.sm_count / 8))
       return std::nullopt;
     FilterParams f;
@@ -384,5 +400,11 @@ int FilterParams::cluster_base_smem(int64_t k) const {
 }
 
 std::shared_ptr<const Family> MakeFilterFamily() { return std::make_shared<Filter>(); }
+
+bool FilterDefaultTakesShortRows(const Problem& p, const Arch& arch) {
+  const int vec = 16 / DTypeSize(p.dtype);
+  return p.n >= 512LL * vec && p.n <= kResidentDefaultLongestCtaRow && p.k * 8 <= p.n &&
+         p.batch >= 4LL * arch.sm_count;
+}
 
 }  // namespace topk::gen

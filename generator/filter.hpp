@@ -57,4 +57,10 @@ struct FilterParams {
 
 std::shared_ptr<const Family> MakeFilterFamily();
 
+// Whether the filter family's default takes p with several rows per CTA:
+// many short rows (at least 4 per SM) of 512 16-byte vectors (the guess's
+// sample) up to the resident default's one-CTA limit, k at most n / 8. The
+// resident family's default declines those problems.
+bool FilterDefaultTakesShortRows(const Problem& p, const Arch& arch);
+
 }  // namespace topk::gen

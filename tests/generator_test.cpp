@@ -982,6 +982,48 @@ TEST(FilterFamilyTest, SeveralRowsPerCta) {
   EXPECT_EQ(kernels, 10);
 }
 
+// Many short rows take the filter family's several rows per CTA by default:
+// from 4 rows per SM (8 from 8 per SM), from the length a group's sample
+// needs (2048 fp32, 4096 16-bit keys) to 8192, k at most n / 8; the
+// resident default keeps the rest.
+TEST(FilterFamilyTest, ShortRowDefault) {
+  const Arch arch = Arch::Sm90();
+  auto rows = [](DType dt, int b, int w) {
+    FilterParams f{dt, b, 1, 8, 2};
+    f.guess = 1;
+    f.rows = w;
+    return Config(f);
+  };
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1056, 4096, 128), arch), rows(DType::kF32, 1024, 8));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1055, 4096, 128), arch), rows(DType::kF32, 512, 4));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 528, 2048, 256), arch), rows(DType::kF32, 512, 4));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 4096, 8192, 1024), arch), rows(DType::kF32, 1024, 8));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kBF16, 4096, 4096, 32), arch), rows(DType::kBF16, 1024, 8));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF16, 600, 8192, 8), arch), rows(DType::kF16, 512, 4));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1056, 4096, 128), arch).Id(), "filter_f32_b1024_u1_r8_s2_g1_w8");
+  for (const Problem& p : {Prob(DType::kF32, 527, 2048, 256), Prob(DType::kF32, 4096, 2047, 32),
+                           Prob(DType::kF32, 4096, 8192, 1025), Prob(DType::kBF16, 4096, 4095, 32),
+                           Prob(DType::kF32, 4096, 1024, 32)})
+    EXPECT_EQ(DefaultConfig(p, arch).family, "resident") << p.ToString();
+  // Past 8192 the one-CTA filter default (one row per CTA).
+  EXPECT_EQ(FilterParams::Of(DefaultConfig(Prob(DType::kF32, 4096, 8193, 32), arch)).rows, 1);
+  // The bounds follow the SM count.
+  Arch small = arch;
+  small.sm_count = 66;
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 528, 4096, 128), small), rows(DType::kF32, 1024, 8));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 264, 4096, 128), small), rows(DType::kF32, 512, 4));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 263, 4096, 128), small).family, "resident");
+  // Every such default is valid where it is chosen.
+  for (int64_t b : {528, 1056, 5000})
+    for (int64_t n : {2048, 3000, 8192})
+      for (int64_t k : {1, 64, 256})
+        for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
+          const Problem p = Prob(dt, b, n, k);
+          const Config c = DefaultConfig(p, arch);
+          EXPECT_TRUE(ValidateFor(c, arch, p).ok()) << p.ToString() << " " << c.Id();
+        }
+}
+
 // The resident family: ids, each constraint named, enumeration only for rows
 // between the warp family's and 16384, several rows per CTA only while every
 // SM keeps a CTA, and a plan whose grid covers the rows in groups.
