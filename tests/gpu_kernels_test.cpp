@@ -509,6 +509,9 @@ TEST_F(GpuKernelsTest, DeterministicModeTakesTheLowestIndexTiesInEveryFamily) {
       {5, 100, 200, Dist::kAllEqual, true, false, true},
       {2, 200003, 64, Dist::kDistinct16},
       {1, 131075, 2048, Dist::kPlateau},
+      // Many short rows: the filter default's 4 and 8 rows per CTA.
+      {600, 4096, 64, Dist::kFewDistinct, true, true, true},
+      {1100, 4096, 16, Dist::kTiesAtK, false},
   };
   int checked = 0, wrong = 0, repeats = 0;
   std::map<std::string, int> per_family;
