@@ -37,8 +37,12 @@
 #      four inputs, torch.topk beside them), then topk-probe on DEFAULT_SHAPES
 #      (SHAPE|ID...: the default beside the ids, e.g. the radix default it
 #      replaced) on the four inputs, each verified exact first.
+#  13. (tune-short) a short tune of many-short-row shapes (TUNE_SHORT) into
+#      a fresh cache and its winners (which family won, against the default);
+#      (radix-waves) the radix default's 2-CTA clusters at 31-33 rows beside
+#      4-CTA ones (WAVE_SHAPES) on the four inputs.
 # Logs under $OUT; the summary is printed.
-#   scripts/device/family-check.sh [probe] [tests] [python] [legacy] [filter] [cluster] [cluster-phases] [resident] [resident-sweep] [resident-shared] [ab] [det] [one-cta] [defaults]   (default: the first five)
+#   scripts/device/family-check.sh [probe] [tests] [python] [legacy] [filter] [cluster] [cluster-phases] [resident] [resident-sweep] [resident-shared] [ab] [det] [one-cta] [defaults] [tune-short] [radix-waves]   (default: the first five)
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 : >"$SUMMARY"
@@ -326,6 +330,26 @@ f32:15x65536:8|radix_f32_b512_r11_h0_s4096_c4_t2_m1
 f32:7x524288:2048|radix_f32_b512_r11_h0_s4096_c8_t2_m1"}
       probe_four defaults-probe "the default beside the ids, normal (logits) / shifted / plateau / 16 values" default \
         "$DEFAULT_SHAPES" ;;
+    tune-short)
+      # The tuner across families on many short rows (TUNE_SHORT: shapes): a
+      # short tune into a fresh cache, then the winners, their family and
+      # their time against the default (`show`).
+      D=/tmp/tune-short.db
+      rm -f $D $D-wal $D-shm
+      args=()
+      for s in ${TUNE_SHORT:-f32:1056x4096:128 f32:4096x1024:32 bf16:2048x8192:64:values f32:528x2048:32}; do
+        args+=(--shape "$s")
+      done
+      TAIL=12 run tune-short 400 "$B/bin/topk-tune" tune --db $D --l2 hot --budget "${BUDGET:-6}" "${args[@]}"
+      TAIL=14 run tune-short-show 60 "$B/bin/topk-tune" show --db $D ;;
+    radix-waves)
+      # The radix default's cluster size at 31-33 rows (k > n / 8), chosen by
+      # the device's count of clusters that run at once: 2 CTAs, against the
+      # 4 the earlier count chose, on the four inputs.
+      cp -n "$B"/cubins/* "$TOPK_TEST_TMP/cubins/" 2>/dev/null
+      probe_four radix-waves "radix default (2-CTA clusters) against 4-CTA ones" default "${WAVE_SHAPES:-f32:31x262144:65536|radix_f32_b512_r11_h0_s4096_c4_t2_m1
+f32:32x65536:16384|radix_f32_b512_r11_h0_s4096_c4_t2_m1
+f32:33x131072:32768|radix_f32_b512_r11_h0_s4096_c4_t2_m1}" ;;
     *) log "unknown stage $stage" ;;
   esac
 done
