@@ -51,8 +51,8 @@ const std::vector<ParamSpec>& Specs() {
        "streams without barriers even where the sample says the list may overflow (tests)",
        {0, 1, 2, 3}, false, 0},
       {"rows", "w",
-       "one CTA per row: rows per CTA, each row a group of block_threads / rows threads with its own candidate list "
-       "(short rows, many of them)",
+       "rows per CTA (not in cluster mode), each row a group of block_threads / rows threads with its own candidate "
+       "list (short rows, many of them)",
        {1, 2, 4, 8}, true, 1},
   };
   return specs;
@@ -258,22 +258,14 @@ class Filter final : public Family {
   // 524288, k 8: 29.0 us on 16 CTAs, 25.0 on 8, against 52.2); so does a
   // larger k (1024 x 16384, k 4096: 96 us against 139).
   //
-  // Many short rows (FilterDefaultTakesShortRows) take groups of 128
+  // Many short rows (FilterShortRowDefault) take groups of 128
   // threads, 8 rows per CTA from 8 rows per SM, else 4 (H100, against the
   // resident default, docs/PERFORMANCE.md "Several rows per CTA"): 1056 x
   // 4096 k128 18.45 us against 24.64, 4096 x 8192 k32 111.5 against 199.1,
   // 528 x 2048 k32 8.94 against 10.97; shorter rows, where a group cannot
   // sample, and k above n / 8 stayed with the resident family.
   std::optional<Config> Default(const Problem& p, const Arch& arch) const override {
-    if (FilterDefaultTakesShortRows(p, arch)) {
-      const bool eight = p.batch >= 8LL * arch.sm_count;
-      FilterParams f{p.dtype, eight ? 1024 : 512, 1, 8, 2};
-      f.guess = 1;
-      f.rows = eight ? 8 : 4;
-      Config c = f.ToConfig();
-      if (!Validate(c, arch).ok() || !ValidateFor(c, arch, p).ok()) return std::nullopt;
-      return c;
-    }
+    if (auto c = FilterShortRowDefault(p, arch)) return c;
     if (p.n <= kResidentDefaultLongestCtaRow || p.k * 8 > p.n || p.batch < std::max(16, arch.sm_count / 8))
       return std::nullopt;
     FilterParams f;
@@ -294,6 +286,16 @@ class Filter final : public Family {
     Config c = f.ToConfig();
     if (!Validate(c, arch).ok() || !ValidateFor(c, arch, p).ok()) return std::nullopt;
     return c;
+  }
+
+  // A winner of several rows per CTA carries over only while the batch
+  // still gives every SM a CTA (the enumeration's rule): 8 rows a CTA tuned
+  // on 4096 rows would leave most SMs idle on 64.
+  std::optional<Config> Adapt(const Config& tuned, const Problem& tuned_p, const Problem& p,
+                              const Arch& arch) const override {
+    const FilterParams c = FilterParams::Of(tuned);
+    if (c.rows > 1 && (p.batch + c.rows - 1) / c.rows < arch.sm_count) return std::nullopt;
+    return Family::Adapt(tuned, tuned_p, p, arch);
   }
 
   std::string KernelKey(const Config& cfg) const override {
@@ -401,10 +403,18 @@ int FilterParams::cluster_base_smem(int64_t k) const {
 
 std::shared_ptr<const Family> MakeFilterFamily() { return std::make_shared<Filter>(); }
 
-bool FilterDefaultTakesShortRows(const Problem& p, const Arch& arch) {
+std::optional<Config> FilterShortRowDefault(const Problem& p, const Arch& arch) {
   const int vec = 16 / DTypeSize(p.dtype);
-  return p.n >= 512LL * vec && p.n <= kResidentDefaultLongestCtaRow && p.k * 8 <= p.n &&
-         p.batch >= 4LL * arch.sm_count;
+  if (p.n < 512LL * vec || p.n > kResidentDefaultLongestCtaRow || p.k * 8 > p.n || p.batch < 4LL * arch.sm_count)
+    return std::nullopt;
+  const bool eight = p.batch >= 8LL * arch.sm_count;
+  FilterParams f{p.dtype, eight ? 1024 : 512, 1, 8, 2};
+  f.guess = 1;
+  f.rows = eight ? 8 : 4;
+  Config c = f.ToConfig();
+  static const Filter family;
+  if (!family.Validate(c, arch).ok() || !family.ValidateFor(c, arch, p).ok()) return std::nullopt;
+  return c;
 }
 
 }  // namespace topk::gen

@@ -57,10 +57,12 @@ struct FilterParams {
 
 std::shared_ptr<const Family> MakeFilterFamily();
 
-// Whether the filter family's default takes p with several rows per CTA:
-// many short rows (at least 4 per SM) of 512 16-byte vectors (the guess's
-// sample) up to the resident default's one-CTA limit, k at most n / 8. The
-// resident family's default declines those problems.
-bool FilterDefaultTakesShortRows(const Problem& p, const Arch& arch);
+// The filter family's default with several rows per CTA for p, if it takes
+// p: many short rows (at least 4 per SM) of 512 16-byte vectors (the
+// guess's sample) up to the resident default's one-CTA limit, k at most n /
+// 8, and the config fits the architecture (its shared memory: on GPUs of 99
+// KB a block the 8-row config of 16-bit keys does not). The resident
+// family's default declines exactly those problems.
+std::optional<Config> FilterShortRowDefault(const Problem& p, const Arch& arch);
 
 }  // namespace topk::gen

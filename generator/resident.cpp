@@ -292,9 +292,10 @@ class Resident final : public Family {
       return c;
     }
     if (p.n < kShortestRow) return std::nullopt;
-    // Many rows of 2048 fp32 (4096 16-bit) elements or more with k <= n / 8:
-    // the filter family's several rows per CTA (generator/filter.cpp).
-    if (FilterDefaultTakesShortRows(p, arch)) return std::nullopt;
+    // At least 4 rows per SM of 2048 fp32 (4096 16-bit) to 8192 elements with
+    // k <= n / 8, where the config fits: the filter family's several rows per
+    // CTA (generator/filter.cpp).
+    if (FilterShortRowDefault(p, arch)) return std::nullopt;
     int items = p.batch > 2LL * arch.sm_count ? 8 : 4;
     int g = 64;
     while (g < 1024 && static_cast<int64_t>(g) * items < p.n) g *= 2;

@@ -450,8 +450,8 @@ struct RowFilter {
   }
 
   // The sample's guess of a starting threshold: G 16-byte vectors per
-  // thread (G = 2 at 256 threads, else 1), evenly spaced over the body (S =
-  // T V G keys from T G sectors), and the key of sample rank r0 + 4.5
+  // thread (G = 512 / T below 512 threads, else 1; T the row's threads),
+  // evenly spaced over the body (S = T V G keys from T G sectors), and the key of sample rank r0 + 4.5
   // sqrt(r0) + 3 with r0 = k S / L (its bin's lowest key after the digit
   // passes that cover 22 bits, never above it), when that rank is under a
   // quarter of the sample. The k-th key's
@@ -468,7 +468,8 @@ struct RowFilter {
   // is that value and its copies stop entering). A wider margin, 4 sqrt(c) +
   // 4, sent normal rows of 512 threads at slack 1 to the stream with cuts,
   // which cut at nearly every step (H200: 134 us against 34). guess 3, for
-  // the tests, streams free whatever the sample. Every thread calls it.
+  // the tests, streams free whatever the sample. Every thread of the row
+  // calls it.
   __device__ __forceinline__ void guess(const uint4* body, int nvec, int L, int k, int mode, u32* threshold,
                                         bool* open, bool* free_stream) {
     // At least 512 vectors: a 256-thread CTA takes two each, so that its
