@@ -31,7 +31,7 @@ struct FilterParams {
   // without barriers whatever the sample (tests). A launch argument
   // (TopkArgs::rounds).
   int guess = 0;
-  // One CTA per row only: rows per CTA, each served by a group of
+  // Not in cluster mode: rows per CTA, each served by a group of
   // block_threads / rows threads with its own list (short rows, many of them).
   int rows = 1;             // [code]
 
@@ -40,7 +40,7 @@ struct FilterParams {
   operator Config() const { return ToConfig(); }  // NOLINT(google-explicit-constructor)
 
   int vec() const { return 16 / DTypeSize(dtype); }
-  int group() const { return block_threads / rows; }           // threads per row
+  int group() const { return block_threads / (rows > 0 ? rows : 1); }  // threads per row
   int tile() const { return group() * vec() * unroll; }        // elements per step
   int max_capacity() const;                                    // what the threads can hold while cutting
   // Candidate capacity for k: k + slack steps, at most max_capacity().
