@@ -178,11 +178,10 @@ TEST(CompileAllTest, DefaultConfigurationsHaveNoSpills) {
         const bool wide = c.Get("block_threads") == 1024;
         // Spills measured the fastest nonetheless (docs/DESIGN.md): the
         // filter's 1024-thread kernels at the 64-register cap, 8 rows per CTA
-        // of them most (fp32 112-144 bytes, 16-bit keys 176-200: the guess's
-        // sample is 32 keys a thread; fp32 4 rows of 512 threads spill none
-        // and were 1.05-1.2x slower), and the resident 1024-thread clusters.
+        // of them most (112-152 bytes; 4 rows of 512 threads spill none and
+        // were 1.05-1.2x slower), and the resident 1024-thread clusters.
         const bool rows = c.family == "filter" && c.Get("rows") > 1;
-        stack_limit.push_back(c.family == "filter" && wide && rows                      ? 208
+        stack_limit.push_back(c.family == "filter" && wide && rows                      ? 160
                               : c.family == "filter" && wide                              ? 64
                               : c.family == "resident" && wide && c.Get("cluster") > 1 ? 96
                                                                                        : 0);
