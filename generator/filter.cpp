@@ -184,8 +184,10 @@ class Filter final : public Family {
               FilterParams f{p.dtype, b, 1, r, s};
               f.guess = g;
               f.rows = w;
-              // A group of at most 512 threads samples 512 16-byte vectors
-              // (filter_select.cuh, guess); a shorter row starts open either way.
+              // A group samples 512 16-byte vectors (256 for 16-bit keys in
+              // groups of 128; filter_select.cuh, guess) and a shorter row
+              // starts open either way. The bound is 512 for every group:
+              // conservative for those 16-bit groups.
               if (g == 1 && p.n < 512LL * f.vec()) continue;
               Config c = f.ToConfig();
               if (Validate(c, arch).ok() && ValidateFor(c, arch, p).ok()) out.push_back(std::move(c));
