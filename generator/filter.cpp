@@ -27,6 +27,15 @@ int RowsSmem(int hist_bytes, int capacity, int rows) {
 constexpr int64_t kMultiRowLongestRow = 16384;
 constexpr std::pair<int, int> kMultiRowShapes[] = {{256, 2}, {512, 2}, {512, 4}, {1024, 4}, {1024, 8}};
 
+// Several rows per CTA only while ceil(batch / rows) still gives every SM a
+// CTA (enumeration and Adapt).
+bool RowsFillGpu(int64_t batch, int rows, const Arch& arch) { return (batch + rows - 1) / rows >= arch.sm_count; }
+
+// The shortest row a group's guess takes its sample from: 512 16-byte
+// vectors (filter_select.cuh, guess; 256 for 16-bit keys in groups of 128,
+// so the bound is conservative for them). Shorter rows start open.
+int64_t GroupSampleRow(DType dtype) { return 512LL * (16 / DTypeSize(dtype)); }
+
 Status Broken(const std::string& constraint, const std::string& what) {
   return Status(Code::kInvalidArgument, "constraint " + constraint, what);
 }
@@ -177,18 +186,14 @@ class Filter final : public Family {
     // still give every SM one (ceil(batch / rows) >= SMs).
     if (p.n <= kMultiRowLongestRow)
       for (const auto& [b, w] : kMultiRowShapes) {
-        if ((p.batch + w - 1) / w < arch.sm_count) continue;
+        if (!RowsFillGpu(p.batch, w, arch)) continue;
         for (int r : Specs()[2].values)
           for (int s : Specs()[3].values)
             for (int g : {1, 0}) {
               FilterParams f{p.dtype, b, 1, r, s};
               f.guess = g;
               f.rows = w;
-              // A group samples 512 16-byte vectors (256 for 16-bit keys in
-              // groups of 128; filter_select.cuh, guess) and a shorter row
-              // starts open either way. The bound is 512 for every group:
-              // conservative for those 16-bit groups.
-              if (g == 1 && p.n < 512LL * f.vec()) continue;
+              if (g == 1 && p.n < GroupSampleRow(p.dtype)) continue;  // it would start open either way
               Config c = f.ToConfig();
               if (Validate(c, arch).ok() && ValidateFor(c, arch, p).ok()) out.push_back(std::move(c));
             }
@@ -296,7 +301,7 @@ class Filter final : public Family {
   std::optional<Config> Adapt(const Config& tuned, const Problem& tuned_p, const Problem& p,
                               const Arch& arch) const override {
     const FilterParams c = FilterParams::Of(tuned);
-    if (c.rows > 1 && (p.batch + c.rows - 1) / c.rows < arch.sm_count) return std::nullopt;
+    if (c.rows > 1 && !RowsFillGpu(p.batch, c.rows, arch)) return std::nullopt;
     return Family::Adapt(tuned, tuned_p, p, arch);
   }
 
@@ -406,8 +411,8 @@ int FilterParams::cluster_base_smem(int64_t k) const {
 std::shared_ptr<const Family> MakeFilterFamily() { return std::make_shared<Filter>(); }
 
 std::optional<Config> FilterShortRowDefault(const Problem& p, const Arch& arch) {
-  const int vec = 16 / DTypeSize(p.dtype);
-  if (p.n < 512LL * vec || p.n > kResidentDefaultLongestCtaRow || p.k * 8 > p.n || p.batch < 4LL * arch.sm_count)
+  if (p.n < GroupSampleRow(p.dtype) || p.n > kResidentDefaultLongestCtaRow || p.k * 8 > p.n ||
+      p.batch < 4LL * arch.sm_count)
     return std::nullopt;
   const bool eight = p.batch >= 8LL * arch.sm_count;
   FilterParams f{p.dtype, eight ? 1024 : 512, 1, 8, 2};
