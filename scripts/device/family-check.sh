@@ -41,8 +41,10 @@
 #      a fresh cache and its winners (which family won, against the default);
 #      (radix-waves) the radix default's 2-CTA clusters at 31-33 rows beside
 #      4-CTA ones (WAVE_SHAPES) on the four inputs.
+#  14. (checks) every kernel whose id holds CHECK_TEXT exact and sanitized
+#      (KERNEL_DTYPES, MEMCHECK_FILTER, RACE_VARIANT, RACE_FILTER narrow it).
 # Logs under $OUT; the summary is printed.
-#   scripts/device/family-check.sh [probe] [tests] [python] [legacy] [filter] [cluster] [cluster-phases] [resident] [resident-sweep] [resident-shared] [ab] [det] [one-cta] [defaults] [tune-short] [radix-waves]   (default: the first five)
+#   scripts/device/family-check.sh [probe] [tests] [python] [legacy] [filter] [cluster] [cluster-phases] [resident] [resident-sweep] [resident-shared] [ab] [det] [one-cta] [defaults] [tune-short] [radix-waves] [checks]   (default: the first five)
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 : >"$SUMMARY"
@@ -104,11 +106,13 @@ probe_four() {
 # NO_RACECHECK is set, racecheck on the tests RACE_FILTER selects.
 kernel_checks() {
   local name=$1 text=$2 race=$3 f
-  for f in F32 F16 BF16; do
+  # KERNEL_DTYPES: the dtypes checked exact (default all three);
+  # MEMCHECK_FILTER: the memcheck's tests (default the F32 and BF16 subsets).
+  for f in ${KERNEL_DTYPES:-F32 F16 BF16}; do
     TOPK_TEST_VARIANT=$text TAIL=5 run "$name-kernels-$f" 200 "$B/bin/gpu_kernels_test" --gtest_filter="*Every${f}*"
   done
   TOPK_TEST_VARIANT=$text TOPK_TEST_SUBSET=sanitizer TAIL=6 run "$name-memcheck" 240 compute-sanitizer --tool memcheck \
-    --error-exitcode 9 "$B/bin/gpu_kernels_test" --gtest_filter='*F32*:*BF16*'
+    --error-exitcode 9 "$B/bin/gpu_kernels_test" --gtest_filter="${MEMCHECK_FILTER:-*F32*:*BF16*}"
   [[ -n ${NO_RACECHECK:-} ]] && return
   # RACE_VARIANT=TEXT, RACE_FILTER=GTEST: a narrower racecheck (it is slow).
   TOPK_TEST_VARIANT=${RACE_VARIANT:-$text} TOPK_TEST_SUBSET=sanitizer TAIL=6 run "$name-racecheck" 240 \
@@ -209,6 +213,10 @@ bf16:128x201088:64:values:rotate:dist=logits|filter_bf16_b1024_u1_r8_s2 filter_b
 f32:256x128256:1024:values:rotate:dist=logits|filter_f32_b1024_u2_r8_s2 filter_f32_b1024_u2_r8_s2_g1 filter_f32_b1024_u2_r11_s2_g1 filter_f32_b512_u2_r8_s2_g1"}
       probe_four one-cta "one-CTA filter variants against the default" default "$ONECTA_SHAPES"
       [[ -n ${NO_TESTS:-} ]] || kernel_checks one-cta filter_ '*F32*' ;;
+    checks)
+      # CHECK_TEXT's kernels (default filter_) exact, then the sanitizers
+      # (kernel_checks' variables narrow them).
+      kernel_checks checks "${CHECK_TEXT:-filter_}" '*F32*:*BF16*' ;;
     resident-shared)
       # Resident kernels with keys in shared memory past the registers: timed
       # beside the default and the register-only resident winners on the four

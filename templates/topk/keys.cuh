@@ -53,6 +53,7 @@ struct Keys16 {
   typedef u16 Cached;
   static constexpr int kBits = 16;
   static constexpr int kVec = 8;
+  static constexpr u32 kExpMask = EXP_MASK;  // a magnitude above it is NaN
 
   __device__ __forceinline__ static u32 canonical(u32 raw) {
     const u32 mag = raw & 0x7fffu;

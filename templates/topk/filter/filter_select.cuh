@@ -14,8 +14,9 @@
 // With the `guess` knob (TopkArgs::rounds = 1; for the tests, 2 guesses
 // too high on purpose and 3 streams without barriers whatever the sample;
 // one CTA per row has no other use for it)
-// the stream does not start open: one 16-byte vector per thread, evenly
-// spaced over the row, is a sample of S keys whose rank k S / L (plus 4.5
+// the stream does not start open: one 16-byte vector per thread, taken in
+// runs of a warp's 32 consecutive vectors evenly spaced over the row, is a
+// sample of S keys whose rank k S / L (plus 4.5
 // standard deviations and three) gives a starting threshold a little below
 // the k-th key, so the list fills with about that many times L / S keys
 // and the large first cuts of an open start are skipped. A guessed start
@@ -45,6 +46,26 @@ namespace filter {
   if (TOPK_STOP_AT == (n)) return
 #else
 #define TOPK_FILTER_STOP(n) (void)0
+#endif
+
+// The 16-bit stream's survivors found two a word (RowFilter::append_step16);
+// 0 keeps the scalar test of every element (development A/B, topk-probe
+// --define TOPK_FILTER_SWAR16=0).
+#ifndef TOPK_FILTER_SWAR16
+#define TOPK_FILTER_SWAR16 1
+#endif
+
+// The guess's sample is taken in runs of this many consecutive 16-byte
+// vectors, evenly spaced over the row (1: single vectors; development A/B,
+// topk-probe --define TOPK_FILTER_SAMPLE_RUN=1).
+#ifndef TOPK_FILTER_SAMPLE_RUN
+#define TOPK_FILTER_SAMPLE_RUN 32
+#endif
+
+// 0: the guess's c + 2 sqrt(c) test for every row (development A/B,
+// topk-probe --define TOPK_FILTER_TIE_MARGIN=0; RowFilter::guess).
+#ifndef TOPK_FILTER_TIE_MARGIN
+#define TOPK_FILTER_TIE_MARGIN 1
 #endif
 
 // A variant's code shape. The candidate capacity is a launch argument
@@ -313,6 +334,17 @@ struct RowFilter {
     }
   }
 
+  // The list position of this thread's first of `mine` survivors: one
+  // atomic per warp. Every lane of the warp calls it.
+  __device__ __forceinline__ int reserve(u32 mine) {
+    const u32 incl = warp_inclusive_prefix(mine);
+    const u32 total = __shfl_sync(kFullMask, incl, 31);
+    int base = 0;
+    if (lane_id() == 31 && total > 0) base = atomicAdd(&ctl->added[step % 3], static_cast<int>(total));
+    base = __shfl_sync(kFullMask, base, 31);
+    return count + base + static_cast<int>(incl - mine);
+  }
+
   // Appends the keys of `n` elements held by this thread (key[e], column
   // col[e]) that pass the threshold; one atomic per warp that has any.
   template <int N>
@@ -327,12 +359,7 @@ struct RowFilter {
     }
     // Once the threshold has risen most warps' steps hold no survivor.
     if (__ballot_sync(kFullMask, mine != 0) == 0) return;
-    const u32 incl = warp_inclusive_prefix(mine);
-    const u32 total = __shfl_sync(kFullMask, incl, 31);
-    int base = 0;
-    if (lane_id() == 31 && total > 0) base = atomicAdd(&ctl->added[step % 3], static_cast<int>(total));
-    base = __shfl_sync(kFullMask, base, 31);
-    int pos = count + base + static_cast<int>(incl - mine);
+    int pos = reserve(mine);
     // Past the capacity only in a stream without barriers (stream<true>),
     // whose caller sees the count and recovers.
 #pragma unroll
@@ -386,9 +413,67 @@ struct RowFilter {
     append_step(q, v0, nvec, col0, *threshold, *open);
   }
 
+  // The survivors of one step of 16-bit keys against a threshold key t in
+  // [0x8000, 0xffff), two elements a 32-bit word at once (SWAR), without
+  // forming the keys of the elements that fail. With t at or above +0.0's
+  // key only a magnitude m (the raw bits less the sign) above t' = t -
+  // 0x8000 can pass: "largest" keeps a positive element with m > t' and
+  // every negative NaN (m above the exponent mask E); "smallest" keeps a
+  // negative element with t' < m <= E. m + (0x7fff - t') reaches bit 15 of
+  // its half exactly when m > t', and the two sums never carry into the
+  // other half. The few that pass are keyed and appended one by one; the
+  // keys, positions and order rules are those of append(). (The scalar
+  // path spends about ten integer instructions an element, and the 16-bit
+  // stream was bound by them: docs/PERFORMANCE.md.)
+  __device__ __forceinline__ void append_step16(const uint4 (&q)[P::kUnroll], int v0, int col0, u32 threshold) {
+    static_assert(KB == 16 && P::kUnroll <= 4, "16-bit keys, at most 4 vectors a step");
+    constexpr u32 kMag = 0x7fff7fffu, kTop = 0x80008000u;
+    const u32 c1 = (0x7fffu - (threshold - 0x8000u)) * 0x00010001u;
+    constexpr u32 c2 = (0x7fffu - K::kExpMask) * 0x00010001u;
+    // Word i of vector u passes its low half at bit 15 - (4u + i), its high
+    // half at bit 31 - (4u + i).
+    u32 bits = 0;
+#pragma unroll
+    for (int u = 0; u < P::kUnroll; ++u) {
+      const u32 w[4] = {q[u].x, q[u].y, q[u].z, q[u].w};
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const u32 m = w[i] & kMag;
+        const u32 a1 = m + c1, a2 = m + c2;
+        const u32 p = flip ? (w[i] & a1 & ~a2) : ((w[i] & a2) | (~w[i] & a1));
+        bits |= (p & kTop) >> (4 * u + i);
+      }
+    }
+    if (__ballot_sync(kFullMask, bits != 0) == 0) return;
+    int pos = reserve(static_cast<u32>(__popc(bits)));
+    while (bits != 0) {
+      const int b = 31 - __clz(bits);
+      bits ^= 1u << b;
+      const int j = 15 - (b & 15), u = j >> 2, i = j & 3, h = b >> 4;
+      uint4 qq = q[0];
+#pragma unroll
+      for (int uu = 1; uu < P::kUnroll; ++uu)
+        if (u == uu) qq = q[uu];
+      const u32 word = (i & 2) ? ((i & 1) ? qq.w : qq.z) : ((i & 1) ? qq.y : qq.x);
+      if (pos < capacity) {
+        keys[pos] = K::key_flip((word >> (16 * h)) & 0xffffu, flip);
+        idx[pos] = col0 + (v0 + u * T + static_cast<int>(grp.tid())) * V + 2 * i + h;
+      }
+      ++pos;
+    }
+  }
+
   // The survivors of one step (its vectors v0 + u * T + thread) appended.
   __device__ __forceinline__ void append_step(const uint4 (&q)[P::kUnroll], int v0, int nvec, int col0,
                                               u32 threshold, bool open) {
+#if TOPK_FILTER_SWAR16
+    if constexpr (KB == 16) {
+      if (!open && threshold >= 0x8000u && threshold < 0xffffu) {
+        append_step16(q, v0, col0, threshold);
+        return;
+      }
+    }
+#endif
     u32 key[P::kUnroll * V];
     int col[P::kUnroll * V];
     bool valid[P::kUnroll * V];
@@ -451,7 +536,8 @@ struct RowFilter {
 
   // The sample's guess of a starting threshold: G 16-byte vectors per
   // thread (G = 512 / T below 512 threads, else 1; T the row's threads),
-  // evenly spaced over the body (S = T V G keys from T G sectors), and the key of sample rank r0 + 4.5
+  // in runs of R consecutive vectors (a warp's 512 bytes) evenly spaced
+  // over the body (S = T V G keys), and the key of sample rank r0 + 4.5
   // sqrt(r0) + 3 with r0 = k S / L (its bin's lowest key after the digit
   // passes that cover 22 bits, never above it), when that rank is under a
   // quarter of the sample. The k-th key's
@@ -467,7 +553,12 @@ struct RowFilter {
   // list holds, stream with cuts instead (after the first cut the threshold
   // is that value and its copies stop entering). A wider margin, 4 sqrt(c) +
   // 4, sent normal rows of 512 threads at slack 1 to the stream with cuts,
-  // which cut at nearly every step (H200: 134 us against 34). guess 3, for
+  // which cut at nearly every step (H200: 134 us against 34); it applies
+  // only where c is over twice the rank, most of it copies of the guessed
+  // key: rows of 16 values at 64 x 131072 (bf16, 8192 copies of the top
+  // value against a list of 8256) overflowed in one row of 64 at 2 sqrt(c)
+  // and the launch waited for its second read (H100: 42.7 us against
+  // 23.8). guess 3, for
   // the tests, streams free whatever the sample. Every thread of the row
   // calls it.
   __device__ __forceinline__ void guess(const uint4* body, int nvec, int L, int k, int mode, u32* threshold,
@@ -481,6 +572,8 @@ struct RowFilter {
     constexpr int G0 = T < 512 ? 512 / T : 1;
     constexpr int G = P::kRows > 1 && G0 * V > 16 ? 16 / V : G0;
     constexpr int S = T * V * G;
+    constexpr int R = TOPK_FILTER_SAMPLE_RUN;
+    static_assert(T % R == 0, "a run of sample vectors within a group");
     if (nvec < T * G) return;
     const float r0 = static_cast<float>(k) * S / static_cast<float>(L);
     // guess 2 (tests): the sample's largest key, too high wherever k > L / S.
@@ -489,7 +582,8 @@ struct RowFilter {
     u32 key[V * G];
 #pragma unroll
     for (int g = 0; g < G; ++g) {
-      const uint4 q = body[static_cast<long long>(grp.tid() + g * T) * nvec / (T * G)];
+      const int sv = static_cast<int>(grp.tid()) + g * T;  // sample vector sv of T G
+      const uint4 q = body[static_cast<long long>(sv / R) * nvec / (T * G / R) + sv % R];
       const u32 w[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
       for (int e = 0; e < V; ++e) key[g * V + e] = K::key_flip(unpack_raw<KB>(w, e), flip);
@@ -505,7 +599,9 @@ struct RowFilter {
     *threshold = t - 1;
     *open = false;
     const float c = static_cast<float>(rank - static_cast<int>(need) + static_cast<int>(ctl->res.count));
-    *free_stream = mode == 3 || (c + 2.0f * sqrtf(c)) * (static_cast<float>(L) / S) <= capacity;
+    // Most of c copies of the guessed key (a row of few values): 4 sqrt(c) + 4.
+    const float margin = TOPK_FILTER_TIE_MARGIN && c > 2.0f * rank ? 4.0f * sqrtf(c) + 4.0f : 2.0f * sqrtf(c);
+    *free_stream = mode == 3 || (c + margin) * (static_cast<float>(L) / S) <= capacity;
   }
 
   // `gid`: the row's group in the CTA (0 with one row per CTA).
