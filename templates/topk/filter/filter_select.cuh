@@ -31,6 +31,7 @@
 #include "topk/block_scan.cuh"
 #include "topk/keys.cuh"
 #include "topk/row.cuh"
+#include "topk/swar.cuh"
 #include "topk/types.cuh"
 
 namespace topk {
@@ -48,11 +49,12 @@ namespace filter {
 #define TOPK_FILTER_STOP(n) (void)0
 #endif
 
-// The 16-bit stream's survivors found two a word (RowFilter::append_step16);
-// 0 keeps the scalar test of every element (development A/B, topk-probe
-// --define TOPK_FILTER_SWAR16=0).
+// The 16-bit stream's survivors found two a word (RowFilter::append_step16)
+// against every threshold key but the largest; 1 only against keys at or
+// above +0.0's, 0 the scalar test of every element (development A/B,
+// topk-probe --define TOPK_FILTER_SWAR16=0 or 1).
 #ifndef TOPK_FILTER_SWAR16
-#define TOPK_FILTER_SWAR16 1
+#define TOPK_FILTER_SWAR16 2
 #endif
 
 // The guess's sample is taken in runs of this many consecutive 16-byte
@@ -413,36 +415,33 @@ struct RowFilter {
     append_step(q, v0, nvec, col0, *threshold, *open);
   }
 
-  // The survivors of one step of 16-bit keys against a threshold key t in
-  // [0x8000, 0xffff), two elements a 32-bit word at once (SWAR), without
-  // forming the keys of the elements that fail. With t at or above +0.0's
-  // key only a magnitude m (the raw bits less the sign) above t' = t -
-  // 0x8000 can pass: "largest" keeps a positive element with m > t' and
-  // every negative NaN (m above the exponent mask E); "smallest" keeps a
-  // negative element with t' < m <= E. m + (0x7fff - t') reaches bit 15 of
-  // its half exactly when m > t', and the two sums never carry into the
-  // other half. The few that pass are keyed and appended one by one; the
-  // keys, positions and order rules are those of append(). (The scalar
-  // path spends about ten integer instructions an element, and the 16-bit
-  // stream was bound by them: docs/PERFORMANCE.md.)
-  __device__ __forceinline__ void append_step16(const uint4 (&q)[P::kUnroll], int v0, int col0, u32 threshold) {
+  // The survivors of one step of 16-bit keys against a threshold key below
+  // 0xffff (kHigh: at or above +0.0's key), two elements a 32-bit word at
+  // once without forming the keys of the elements that fail (topk/swar.cuh). The few that pass
+  // are keyed and appended one by one; the keys, positions and order rules
+  // are those of append(). (The scalar path spends about ten integer
+  // instructions an element, and the 16-bit stream was bound by them:
+  // docs/PERFORMANCE.md.)
+  template <bool kHigh>
+  __device__ __forceinline__ void append_step16(const uint4 (&q)[P::kUnroll], int v0, int nvec, int col0,
+                                                u32 threshold) {
     static_assert(KB == 16 && P::kUnroll <= 4, "16-bit keys, at most 4 vectors a step");
-    constexpr u32 kMag = 0x7fff7fffu, kTop = 0x80008000u;
-    const u32 c1 = (0x7fffu - (threshold - 0x8000u)) * 0x00010001u;
-    constexpr u32 c2 = (0x7fffu - K::kExpMask) * 0x00010001u;
+    const u32 bias = swar::bias16(threshold);
+    constexpr u32 nan_bias = swar::nan_bias16(K::kExpMask);
     // Word i of vector u passes its low half at bit 15 - (4u + i), its high
     // half at bit 31 - (4u + i).
     u32 bits = 0;
 #pragma unroll
     for (int u = 0; u < P::kUnroll; ++u) {
       const u32 w[4] = {q[u].x, q[u].y, q[u].z, q[u].w};
+      u32 ub = 0;
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const u32 m = w[i] & kMag;
-        const u32 a1 = m + c1, a2 = m + c2;
-        const u32 p = flip ? (w[i] & a1 & ~a2) : ((w[i] & a2) | (~w[i] & a1));
-        bits |= (p & kTop) >> (4 * u + i);
-      }
+      for (int i = 0; i < 4; ++i) ub |= swar::pass16(w[i], bias, nan_bias, flip != 0, kHigh) >> (4 * u + i);
+      // A vector past the body is zeros (load_step), which pass the low
+      // bound ("largest" keeps +0.0 there); the high bound never keeps them.
+      if constexpr (!kHigh)
+        if (v0 + u * T + static_cast<int>(grp.tid()) >= nvec) ub = 0;
+      bits |= ub;
     }
     if (__ballot_sync(kFullMask, bits != 0) == 0) return;
     int pos = reserve(static_cast<u32>(__popc(bits)));
@@ -468,8 +467,11 @@ struct RowFilter {
                                               u32 threshold, bool open) {
 #if TOPK_FILTER_SWAR16
     if constexpr (KB == 16) {
-      if (!open && threshold >= 0x8000u && threshold < 0xffffu) {
-        append_step16(q, v0, col0, threshold);
+      if (!open && swar::applies16(threshold) && (TOPK_FILTER_SWAR16 > 1 || swar::high16(threshold))) {
+        if (swar::high16(threshold))
+          append_step16<true>(q, v0, nvec, col0, threshold);
+        else
+          append_step16<false>(q, v0, nvec, col0, threshold);
         return;
       }
     }
