@@ -55,7 +55,8 @@ const std::vector<ParamSpec>& Specs() {
       {"recovery", "v", "cluster mode: retries that move the guess along the sample before the key interval halves",
        {0, 2, 4}, false, 2},
       {"guess", "g",
-       "one CTA per row: start from a threshold guessed from a sample of evenly spaced 16-byte vectors of the row (1), "
+       "one CTA per row: start from a threshold guessed from a sample of the row, runs of 32 consecutive 16-byte "
+       "vectors evenly spaced over it (1), "
        "or let every key enter until the first cut (0); 2 guesses the sample's largest key, too high on purpose, and 3 "
        "streams without barriers even where the sample says the list may overflow (tests)",
        {0, 1, 2, 3}, false, 0},

@@ -14,9 +14,11 @@ namespace {
 
 constexpr unsigned kF16Exp = 0x7c00u, kBF16Exp = 0x7f80u;
 
-// The selection key of a 16-bit raw value (docs/DESIGN.md, "Exactness";
-// topk/keys.cuh): NaN of either sign above +inf, -0.0 just below +0.0,
-// the order inverted for "smallest".
+// The selection key of a 16-bit raw value (docs/DESIGN.md, "Exactness"):
+// NaN of either sign above +inf, -0.0 just below +0.0, the order inverted
+// for "smallest". Written here from the contract rather than taken from
+// topk/keys.cuh, so that the oracle does not share the kernels' code; the
+// first test checks it against the float order.
 unsigned Key(unsigned raw, unsigned exp_mask, bool smallest) {
   const unsigned r = raw > (0x8000u | exp_mask) ? 0x7fffu : raw;
   const unsigned key = (r & 0x8000u) ? (~r & 0xffffu) : (r | 0x8000u);
@@ -74,8 +76,9 @@ TEST(SwarTest, TwoKeysAWordMatchTheKeyOrder) {
         const bool high = topk::swar::high16(t);
         ASSERT_EQ(high, t >= 0x8000u);
         for (unsigned lo = 0; lo < 0x10000u; ++lo) {
-          // The other half a value that walks the range in another order,
-          // so that every pairing of signs and magnitudes occurs.
+          // The other half walks the range in another order (a function of
+          // lo and t, so not every pair occurs, but each half takes every
+          // value against every threshold and the signs mix).
           const unsigned hi = (lo * 40503u + t) & 0xffffu;
           const unsigned bits = topk::swar::pass16(lo | (hi << 16), bias, nan_bias, smallest, high);
           const bool want_lo = Key(lo, exp_mask, smallest) > t, want_hi = Key(hi, exp_mask, smallest) > t;

@@ -216,6 +216,7 @@ f32:256x128256:1024:values:rotate:dist=logits|filter_f32_b1024_u2_r8_s2 filter_f
     checks)
       # CHECK_TEXT's kernels (default filter_) exact, then the sanitizers
       # (kernel_checks' variables narrow them).
+      cp -n "$B"/cubins/* "$TOPK_TEST_TMP/cubins/" 2>/dev/null
       kernel_checks checks "${CHECK_TEXT:-filter_}" '*F32*:*BF16*' ;;
     resident-shared)
       # Resident kernels with keys in shared memory past the registers: timed

@@ -418,8 +418,11 @@ struct RowFilter {
   // The survivors of one step of 16-bit keys against a threshold key below
   // 0xffff (kHigh: at or above +0.0's key), two elements a 32-bit word at
   // once without forming the keys of the elements that fail (topk/swar.cuh). The few that pass
-  // are keyed and appended one by one; the keys, positions and order rules
-  // are those of append(). (The scalar path spends about ten integer
+  // are keyed and appended one by one, with the keys and column indices
+  // append() gives them; only the order of a thread's survivors differs (the
+  // high halves of its words first), which nothing depends on: the list's
+  // order already varies between calls with the warps' atomics, and the
+  // deterministic finish orders ties by column index. (The scalar path spends about ten integer
   // instructions an element, and the 16-bit stream was bound by them:
   // docs/PERFORMANCE.md.)
   template <bool kHigh>
@@ -437,8 +440,9 @@ struct RowFilter {
       u32 ub = 0;
 #pragma unroll
       for (int i = 0; i < 4; ++i) ub |= swar::pass16(w[i], bias, nan_bias, flip != 0, kHigh) >> (4 * u + i);
-      // A vector past the body is zeros (load_step), which pass the low
-      // bound ("largest" keeps +0.0 there); the high bound never keeps them.
+      // A vector past the body is zeros (load_step): +0.0 passes every
+      // threshold key of the low bound, largest or smallest, so those
+      // vectors are masked here; the high bound never keeps them.
       if constexpr (!kHigh)
         if (v0 + u * T + static_cast<int>(grp.tid()) >= nvec) ub = 0;
       bits |= ub;
