@@ -70,6 +70,23 @@ namespace filter {
 #define TOPK_FILTER_TIE_MARGIN 1
 #endif
 
+// 16-bit keys and several rows per CTA: the guess's select takes digits of
+// the key's offset over the sample's span, ceil(11 / radix) passes (0: the
+// select of the top 22 bits of the key, ceil(22 / radix) passes, which the
+// one-row fp32 kernels keep; development A/B, topk-probe --define
+// TOPK_FILTER_GUESS_SPAN=0; RowFilter::select_guess_span).
+#ifndef TOPK_FILTER_GUESS_SPAN
+#define TOPK_FILTER_GUESS_SPAN 1
+#endif
+
+// 16-bit keys and several rows per CTA: the cut's select ends with a rank
+// count among the keys of the k-th key's bin once that bin holds at most
+// 32 keys (0: digit passes to the end; development A/B, topk-probe --define
+// TOPK_FILTER_CUT_FINISH=0; select_rank_span).
+#ifndef TOPK_FILTER_CUT_FINISH
+#define TOPK_FILTER_CUT_FINISH 1
+#endif
+
 // A variant's code shape. The candidate capacity is a launch argument
 // (TopkArgs::buffer); the host checks k + kTile <= capacity <= kMaxItems *
 // kGroup. ROWS rows per CTA (one CTA per row only): each row a group of
@@ -183,11 +200,23 @@ __device__ u32 select_rank(const u32 (&key)[N], int count, u32 rank, u32* hist, 
 // Returns the threshold t and *need_out: keys above t are kept, and *need_out
 // of the keys equal to t. On an early end t is one below the bin's least key
 // and *need_out is 0. Every thread of the row calls it with the same lo and hi.
+//
+// A bin of at most 32 keys that is not one key ends the search at once
+// (TOPK_FILTER_CUT_FINISH): its keys go to the first words of `hist`
+// (free once find_threshold returns), and after one barrier every warp
+// ranks them among themselves with shuffles, where another digit pass
+// would take four barriers. scratch[63], which find_threshold leaves
+// alone, counts them.
 template <class P, int N, class S = CtaSync>
 __device__ u32 select_rank_span(const u32 (&key)[N], int count, u32 rank, u32 lo, u32 hi, u32* hist,
                                 ThresholdResult* res, u32* scratch, u32* need_out, S sync = S()) {
   constexpr int T = P::kGroup, NB = P::kBins;
   u32 need = rank;
+  // Measured to pay for 16-bit keys and several rows per CTA only (the
+  // one-row fp32 kernels keep the passes: docs/PERFORMANCE.md).
+  constexpr bool kFinish = TOPK_FILTER_CUT_FINISH && (P::kKeyBits == 16 || P::kRows > 1);
+  // Ordered before the appends by the first pass's barriers.
+  if (kFinish && sync.tid() == 0) scratch[63] = 0;
 #pragma unroll 1
   while (lo != hi) {
     const int bits = 32 - __clz(hi - lo);
@@ -209,6 +238,30 @@ __device__ u32 select_rank_span(const u32 (&key)[N], int count, u32 rank, u32 lo
     if (r.count == need && lo > 0) {
       *need_out = 0;
       return lo - 1;
+    }
+    if (kFinish && lo != hi && r.count <= 32u) {
+#pragma unroll
+      for (int j = 0; j < N; ++j) {
+        if (j * T >= count) break;
+        const int i = static_cast<int>(sync.tid()) + j * T;
+        if (i < count && key[j] >= lo && key[j] <= hi) hist[atomicAdd(&scratch[63], 1u)] = key[j];
+      }
+      sync.bar();
+      const u32 lane = lane_id(), n = r.count;
+      const u32 v = lane < n ? hist[lane] : 0u;
+      u32 above = 0, equal = 0;
+#pragma unroll 1
+      for (u32 m = 0; m < n; ++m) {
+        const u32 u = __shfl_sync(kFullMask, v, static_cast<int>(m));
+        above += u > v ? 1u : 0u;
+        equal += u == v ? 1u : 0u;
+      }
+      // The bin holds the rank: exactly the keys t with above(t) < need <=
+      // above(t) + equal(t), all equal to the need-th largest of the bin.
+      const u32 hit = __ballot_sync(kFullMask, lane < n && above < need && need <= above + equal);
+      const int src = __ffs(static_cast<int>(hit)) - 1;
+      *need_out = need - __shfl_sync(kFullMask, above, src);
+      return __shfl_sync(kFullMask, v, src);
     }
   }
   *need_out = need;
@@ -540,6 +593,68 @@ struct RowFilter {
     }
   }
 
+  // The least key of the bin that holds sample rank `rank` (1 = largest)
+  // among the N keys each thread holds, and in *c_out the sample keys at or
+  // above it. The digits are those of the key's offset over [lo, hi]: hi the
+  // sample's greatest key, lo its least, or, where the rank is at most the
+  // row's warps, the least of the warps' greatest keys (those are that many
+  // keys at or above it, so the rank's key is too; the keys below it take
+  // no atomic). A normal row's top digits put most keys in a few bins, and
+  // a shifted row's in one; over the span the bins follow the keys, so
+  // `passes` of them (ceil(11 / radix): an 11-bit pass over a span of 2^32
+  // keys bins a quarter of a binade) place the guess where the top 22 bits
+  // took two or three; the loop also ends once the bin is one key. The
+  // span's words are each warp's own (ctl->scratch, free until
+  // find_threshold writes it after the first pass's atomics), so the span
+  // costs no barrier of its own. Every thread of the row calls it.
+  template <int N>
+  __device__ __forceinline__ u32 select_guess_span(const u32 (&key)[N], u32 rank, int passes, u32* c_out) {
+    constexpr int NW = T / 32;
+    u32 wlo = ~0u, whi = 0u;
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      wlo = min(wlo, key[j]);
+      whi = max(whi, key[j]);
+    }
+    wlo = __reduce_min_sync(kFullMask, wlo);
+    whi = __reduce_max_sync(kFullMask, whi);
+    if (rank <= static_cast<u32>(NW)) wlo = whi;
+    const u32 lane = lane_id();
+    const int w = static_cast<int>(grp.tid()) >> 5;
+    if (lane == 0) {
+      ctl->scratch[w] = wlo;
+      ctl->scratch[32 + w] = whi;
+    }
+    for (int b = grp.tid(); b < NB; b += T) hist[b] = 0;
+    grp.bar();
+    u32 lo = __reduce_min_sync(kFullMask, lane < static_cast<u32>(NW) ? ctl->scratch[lane] : ~0u);
+    u32 hi = __reduce_max_sync(kFullMask, lane < static_cast<u32>(NW) ? ctl->scratch[32 + lane] : 0u);
+    u32 need = rank, in_bin = 0;
+#pragma unroll 1
+    for (int pass = 0;; ++pass) {
+      const int bits = 32 - __clz(hi - lo);
+      const int shift = bits > P::kRadix ? bits - P::kRadix : 0;
+      if (pass > 0) {
+        for (int b = grp.tid(); b < NB; b += T) hist[b] = 0;
+        grp.bar();
+      }
+#pragma unroll
+      for (int j = 0; j < N; ++j)
+        if (key[j] >= lo && key[j] <= hi) atomicAdd(&hist[(key[j] - lo) >> shift], 1u);
+      grp.bar();
+      const ThresholdResult r =
+          find_threshold<T, NB, false>(hist, need, &ctl->res, ctl->scratch, nullptr, nullptr, grp);
+      need -= r.above;
+      in_bin = r.count;
+      lo += r.bin << shift;
+      const u32 width = (1u << shift) - 1u;
+      if (hi - lo > width) hi = lo + width;
+      if (pass + 1 >= passes || lo == hi) break;
+    }
+    *c_out = rank - need + in_bin;
+    return lo;
+  }
+
   // The sample's guess of a starting threshold: G 16-byte vectors per
   // thread (G = 512 / T below 512 threads, else 1; T the row's threads),
   // in runs of R consecutive vectors (a warp's 512 bytes) evenly spaced
@@ -594,17 +709,31 @@ struct RowFilter {
 #pragma unroll
       for (int e = 0; e < V; ++e) key[g * V + e] = K::key_flip(unpack_raw<KB>(w, e), flip);
     }
-    u32 need;
-    // At least 22 bits of the key (a coarser guess let a shifted row's
-    // survivors overflow the list of 512 threads with 8-bit digits).
-    constexpr int kCover22 = (22 + P::kRadix - 1) / P::kRadix;
-    constexpr int kGuessPasses = kCover22 < P::kPasses ? kCover22 : P::kPasses;
-    const u32 t = select_rank<P, V * G>(key, S, static_cast<u32>(rank), hist, &ctl->res, ctl->scratch, &need,
-                                        kGuessPasses, grp);
+    float c;
+    u32 t;
+    // The span's select for 16-bit keys and several rows per CTA; the
+    // one-row fp32 kernels keep the top 22 bits (measured slower with the
+    // span: docs/PERFORMANCE.md).
+    if constexpr (TOPK_FILTER_GUESS_SPAN && (KB == 16 || P::kRows > 1)) {
+      u32 c_keys;
+      // guess 2 (tests) selects the sample's largest key itself, so that it
+      // stays too high.
+      constexpr int kPassesSpan = (11 + P::kRadix - 1) / P::kRadix;
+      t = select_guess_span(key, static_cast<u32>(rank), mode == 2 ? 32 : kPassesSpan, &c_keys);
+      c = static_cast<float>(c_keys);
+    } else {
+      u32 need;
+      // At least 22 bits of the key (a coarser guess let a shifted row's
+      // survivors overflow the list of 512 threads with 8-bit digits).
+      constexpr int kCover22 = (22 + P::kRadix - 1) / P::kRadix;
+      constexpr int kGuessPasses = kCover22 < P::kPasses ? kCover22 : P::kPasses;
+      t = select_rank<P, V * G>(key, S, static_cast<u32>(rank), hist, &ctl->res, ctl->scratch, &need, kGuessPasses,
+                                grp);
+      c = static_cast<float>(rank - static_cast<int>(need) + static_cast<int>(ctl->res.count));
+    }
     if (t == 0) return;  // every key is at or above it: nothing to skip
     *threshold = t - 1;
     *open = false;
-    const float c = static_cast<float>(rank - static_cast<int>(need) + static_cast<int>(ctl->res.count));
     // Most of c copies of the guessed key (a row of few values): 4 sqrt(c) + 4.
     const float margin = TOPK_FILTER_TIE_MARGIN && c > 2.0f * rank ? 4.0f * sqrtf(c) + 4.0f : 2.0f * sqrtf(c);
     *free_stream = mode == 3 || (c + margin) * (static_cast<float>(L) / S) <= capacity;
