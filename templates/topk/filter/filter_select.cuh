@@ -659,11 +659,13 @@ struct RowFilter {
   // thread (G = 512 / T below 512 threads, else 1; T the row's threads),
   // in runs of R consecutive vectors (a warp's 512 bytes) evenly spaced
   // over the body (S = T V G keys), and the key of sample rank r0 + 4.5
-  // sqrt(r0) + 3 with r0 = k S / L (its bin's lowest key after the digit
-  // passes that cover 22 bits, never above it), when that rank is under a
-  // quarter of the sample. The k-th key's
-  // sample rank is about Poisson(r0): the guess lets fewer than k keys
-  // through about once in 10^5 rows or less. (One key per thread at rank
+  // sqrt(r0) + 3 with r0 = k S / L (its bin's lowest key, never above it,
+  // after the digit passes that cover 22 bits, or over the sample's span
+  // for 16-bit keys and several rows per CTA: select_guess_span), when
+  // that rank is under a quarter of the sample. For values independent of
+  // their position the k-th key's sample rank is about Poisson(r0): the
+  // guess lets fewer than k keys through about once in 10^5 rows or less
+  // (a miss costs a second read, never exactness). (One key per thread at rank
   // r0 + 3 sqrt(r0) + 2 missed in one row of 128-256 on the H200, and the
   // launch waited for that row's second read; four scattered keys per thread
   // cost a sector each, 25% more traffic on fp32 rows.)
