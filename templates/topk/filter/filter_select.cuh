@@ -71,9 +71,10 @@ namespace filter {
 #endif
 
 // 16-bit keys and several rows per CTA: the guess's select takes digits of
-// the key's offset over the sample's span, ceil(11 / radix) passes (0: the
-// select of the top 22 bits of the key, ceil(22 / radix) passes, which the
-// one-row fp32 kernels keep; development A/B, topk-probe --define
+// the key's offset over the sample's span, ceil(11 / radix) passes where
+// the warps' floor narrows it, else ceil(16 / radix) (0: the select of the
+// top 22 bits of the key, min(ceil(22 / radix), the key's passes), which
+// the one-row fp32 kernels keep; development A/B, topk-probe --define
 // TOPK_FILTER_GUESS_SPAN=0; RowFilter::select_guess_span).
 #ifndef TOPK_FILTER_GUESS_SPAN
 #define TOPK_FILTER_GUESS_SPAN 1
@@ -205,8 +206,9 @@ __device__ u32 select_rank(const u32 (&key)[N], int count, u32 rank, u32* hist, 
 // (TOPK_FILTER_CUT_FINISH): its keys go to the first words of `hist`
 // (free once find_threshold returns), and after one barrier every warp
 // ranks them among themselves with shuffles, where another digit pass
-// would take four barriers. scratch[63], which find_threshold leaves
-// alone, counts them.
+// would take four barriers. scratch[63] counts them (find_threshold
+// without `pre` uses scratch[0, warps) only; the guess's span words, also
+// in scratch, are read before its first pass's barrier).
 template <class P, int N, class S = CtaSync>
 __device__ u32 select_rank_span(const u32 (&key)[N], int count, u32 rank, u32 lo, u32 hi, u32* hist,
                                 ThresholdResult* res, u32* scratch, u32* need_out, S sync = S()) {
@@ -601,12 +603,13 @@ struct RowFilter {
   // keys at or above it, so the rank's key is too; the keys below it take
   // no atomic). A normal row's top digits put most keys in a few bins, and
   // a shifted row's in one; over the span the bins follow the keys, so
-  // `passes` of them (ceil(11 / radix): an 11-bit pass over a span of 2^32
-  // keys bins a quarter of a binade) place the guess where the top 22 bits
-  // took two or three; the loop also ends once the bin is one key. The
-  // span's words are each warp's own (ctl->scratch, free until
-  // find_threshold writes it after the first pass's atomics), so the span
-  // costs no barrier of its own. Every thread of the row calls it.
+  // `passes` of them place the guess where the top 22 bits took up to
+  // three (an 11-bit pass over a span of 2^32 keys bins a quarter of a
+  // binade, two 8-bit passes 1/128 of one); the loop also ends once the
+  // bin is one key. The span's words are each warp's own (ctl->scratch,
+  // free until find_threshold writes it after the first pass's atomics),
+  // so the span costs no barrier of its own. Every thread of the row
+  // calls it.
   template <int N>
   __device__ __forceinline__ u32 select_guess_span(const u32 (&key)[N], u32 rank, int passes, u32* c_out) {
     constexpr int NW = T / 32;
@@ -718,10 +721,13 @@ struct RowFilter {
     // span: docs/PERFORMANCE.md).
     if constexpr (TOPK_FILTER_GUESS_SPAN && (KB == 16 || P::kRows > 1)) {
       u32 c_keys;
-      // guess 2 (tests) selects the sample's largest key itself, so that it
-      // stays too high.
-      constexpr int kPassesSpan = (11 + P::kRadix - 1) / P::kRadix;
-      t = select_guess_span(key, static_cast<u32>(rank), mode == 2 ? 32 : kPassesSpan, &c_keys);
+      // 11 bits of a span the warps' floor narrows (rank <= warps), 16 of
+      // one from the sample's least key, which for a normal row is about
+      // 2^31 keys wide; guess 2 (tests) selects the sample's largest key
+      // itself, so that it stays too high.
+      constexpr int kNarrow = (11 + P::kRadix - 1) / P::kRadix, kWide = (16 + P::kRadix - 1) / P::kRadix;
+      const int passes = mode == 2 ? 32 : rank <= T / 32 ? kNarrow : kWide;
+      t = select_guess_span(key, static_cast<u32>(rank), passes, &c_keys);
       c = static_cast<float>(c_keys);
     } else {
       u32 need;
