@@ -209,6 +209,32 @@ __device__ u32 select_rank(const u32 (&key)[N], int count, u32 rank, u32* hist, 
 // would take four barriers. scratch[63] counts them (find_threshold
 // without `pre` uses scratch[0, warps) only; the guess's span words, also
 // in scratch, are read before its first pass's barrier).
+// One digit pass over the span [*lo, *hi] of the first `count` keys (held
+// N per thread, entry tid + j * group) whose histogram `hist` the caller
+// cleared before a barrier: the bin that holds rank `*need`, *need less the
+// keys above it, and [*lo, *hi] narrowed to that bin. Every thread of the
+// row calls it.
+template <class P, int N, class S>
+__device__ __forceinline__ ThresholdResult span_digit_pass(const u32 (&key)[N], int count, u32* need, u32* lo, u32* hi,
+                                                           u32* hist, ThresholdResult* res, u32* scratch, S sync) {
+  constexpr int T = P::kGroup, NB = P::kBins;
+  const int bits = 32 - __clz(*hi - *lo);
+  const int shift = bits > P::kRadix ? bits - P::kRadix : 0;
+#pragma unroll
+  for (int j = 0; j < N; ++j) {
+    if (j * T >= count) break;
+    const int i = static_cast<int>(sync.tid()) + j * T;
+    if (i < count && key[j] >= *lo && key[j] <= *hi) atomicAdd(&hist[(key[j] - *lo) >> shift], 1u);
+  }
+  sync.bar();
+  const ThresholdResult r = find_threshold<T, NB, false, S>(hist, *need, res, scratch, nullptr, nullptr, sync);
+  *need -= r.above;
+  *lo += r.bin << shift;
+  const u32 width = (1u << shift) - 1u;
+  if (*hi - *lo > width) *hi = *lo + width;
+  return r;
+}
+
 template <class P, int N, class S = CtaSync>
 __device__ u32 select_rank_span(const u32 (&key)[N], int count, u32 rank, u32 lo, u32 hi, u32* hist,
                                 ThresholdResult* res, u32* scratch, u32* need_out, S sync = S()) {
@@ -221,22 +247,9 @@ __device__ u32 select_rank_span(const u32 (&key)[N], int count, u32 rank, u32 lo
   if (kFinish && sync.tid() == 0) scratch[63] = 0;
 #pragma unroll 1
   while (lo != hi) {
-    const int bits = 32 - __clz(hi - lo);
-    const int shift = bits > P::kRadix ? bits - P::kRadix : 0;
     for (int b = sync.tid(); b < NB; b += T) hist[b] = 0;
     sync.bar();
-#pragma unroll
-    for (int j = 0; j < N; ++j) {
-      if (j * T >= count) break;
-      const int i = static_cast<int>(sync.tid()) + j * T;
-      if (i < count && key[j] >= lo && key[j] <= hi) atomicAdd(&hist[(key[j] - lo) >> shift], 1u);
-    }
-    sync.bar();
-    const ThresholdResult r = find_threshold<T, NB, false, S>(hist, need, res, scratch, nullptr, nullptr, sync);
-    need -= r.above;
-    lo += r.bin << shift;
-    const u32 width = (1u << shift) - 1u;
-    if (hi - lo > width) hi = lo + width;
+    const ThresholdResult r = span_digit_pass<P>(key, count, &need, &lo, &hi, hist, res, scratch, sync);
     if (r.count == need && lo > 0) {
       *need_out = 0;
       return lo - 1;
@@ -635,23 +648,11 @@ struct RowFilter {
     u32 need = rank, in_bin = 0;
 #pragma unroll 1
     for (int pass = 0;; ++pass) {
-      const int bits = 32 - __clz(hi - lo);
-      const int shift = bits > P::kRadix ? bits - P::kRadix : 0;
       if (pass > 0) {
         for (int b = grp.tid(); b < NB; b += T) hist[b] = 0;
         grp.bar();
       }
-#pragma unroll
-      for (int j = 0; j < N; ++j)
-        if (key[j] >= lo && key[j] <= hi) atomicAdd(&hist[(key[j] - lo) >> shift], 1u);
-      grp.bar();
-      const ThresholdResult r =
-          find_threshold<T, NB, false>(hist, need, &ctl->res, ctl->scratch, nullptr, nullptr, grp);
-      need -= r.above;
-      in_bin = r.count;
-      lo += r.bin << shift;
-      const u32 width = (1u << shift) - 1u;
-      if (hi - lo > width) hi = lo + width;
+      in_bin = span_digit_pass<P>(key, N * T, &need, &lo, &hi, hist, &ctl->res, ctl->scratch, grp).count;
       if (pass + 1 >= passes || lo == hi) break;
     }
     *c_out = rank - need + in_bin;
