@@ -53,7 +53,7 @@ namespace {
 constexpr int kSampleVecs = 1024;  // 4096 sample keys
 constexpr int kDigit = 8;           // digit bits of a select pass (11 measured slower: the scan)
 constexpr int kBins = 1 << kDigit;
-constexpr int kShWords = 64;        // scalars and the small bin's list
+constexpr int kShWords = 128;       // scalars, the small bin's list (16..47), warp sums (64..127)
 
 // Per row: counters (zero between calls) then the candidates and ties.
 struct RowCounters {
@@ -61,6 +61,12 @@ struct RowCounters {
   unsigned above;  // keys > t (all counted, the first `cap` stored)
   unsigned eq;     // keys == t (all counted, the first `eq_cap` stored)
   unsigned miss;   // the last call's guess failed on this row
+  // grid_topk_sync only:
+  unsigned arrive;  // the grid barrier's count
+  unsigned out_n;   // output slots taken by keys above the k-th key's bin
+  unsigned tie_n;   // output slots taken by ties with t (fewer than k above t)
+  unsigned bin_n;   // keys of the k-th key's bin gathered for the last CTA
+  unsigned hist[kBins];  // digits of the keys above t over the sample's span
 };
 
 struct Params {
@@ -435,11 +441,240 @@ __global__ void __launch_bounds__(1024) grid_topk(Params p) {
   }
 }
 
+// Slots for this thread's m1 and m2 items in global counters *c1 and *c2,
+// one atomic per CTA each (a warp's atomics on one word from every CTA
+// serialise); returns the first slots. ws: 64 words of shared scratch, sh15:
+// one word. Every thread calls it; two barriers.
+__device__ uint2 cta_slots(unsigned* c1, unsigned m1, unsigned* c2, unsigned m2, unsigned* ws, unsigned* sh15) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  unsigned i1 = m1, i2 = m2;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const unsigned o1 = __shfl_up_sync(0xffffffffu, i1, d), o2 = __shfl_up_sync(0xffffffffu, i2, d);
+    if (lane >= d) i1 += o1, i2 += o2;
+  }
+  if (lane == 31) ws[warp] = i1, ws[32 + warp] = i2;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned s1 = 0, s2 = 0;
+    for (int w = 0; w < static_cast<int>(blockDim.x >> 5); ++w) {
+      const unsigned a = ws[w], b = ws[32 + w];
+      ws[w] = s1, ws[32 + w] = s2;
+      s1 += a, s2 += b;
+    }
+    sh15[0] = s1 ? atomicAdd(c1, s1) : 0u;
+    sh15[1] = s2 ? atomicAdd(c2, s2) : 0u;
+  }
+  __syncthreads();
+  return make_uint2(sh15[0] + ws[warp] + i1 - m1, sh15[1] + ws[32 + warp] + i2 - m2);
+}
+
+// The same first step, then a grid barrier instead of a finishing CTA for
+// the whole row: every CTA histograms the digits of its keys above t (the
+// sample's span above t, 256 bins, global atomics), waits for the others,
+// finds the k-th key's bin in the row's histogram, writes its own keys above
+// that bin straight to the output and gathers those in it; the last CTA then
+// ranks only that bin. Needs every CTA of the grid resident at once (the
+// host checks the occupancy; a library would launch it cooperatively).
+template <int VPT>
+__global__ void __launch_bounds__(1024) grid_topk_sync(Params p) {
+  extern __shared__ unsigned smem[];
+  const Hist hist{smem};
+  unsigned* sh = smem + kBins;
+  unsigned* fin_key = sh + kShWords;
+  int* fin_idx = reinterpret_cast<int*>(fin_key + p.cap);
+  const int row = blockIdx.y;
+  const int G = gridDim.x;
+  const float4* vin = reinterpret_cast<const float4*>(p.in + row * p.stride);
+  const int nvec = p.n / 4;
+  RowCounters* ctr = p.ctr + row;
+  const int lane = threadIdx.x & 31;
+  MARK_GLOBAL(10);
+  MARK(0);
+  if (threadIdx.x == 0) sh[12] = 0, sh[13] = 0, sh[14] = 0;  // the sample's span above t, the CTA's counts
+
+  // 1. The sample's rank-r key, as in grid_topk.
+  constexpr int kPer = kSampleVecs / 256;
+  unsigned skey[kPer * 4];
+  const int per = max(0, (p.sample_vecs - static_cast<int>(threadIdx.x) + static_cast<int>(blockDim.x) - 1) /
+                             static_cast<int>(blockDim.x));
+  const long long spacing = nvec / p.sample_vecs;
+#pragma unroll
+  for (int j = 0; j < kPer; ++j)
+    if (j < per) {
+      const float4 v = __ldg(vin + (threadIdx.x + j * blockDim.x) * spacing);
+      skey[4 * j] = key_of(v.x), skey[4 * j + 1] = key_of(v.y), skey[4 * j + 2] = key_of(v.z),
+      skey[4 * j + 3] = key_of(v.w);
+    }
+  MARK(1);
+  const unsigned t = select_sample(skey, per * 4, static_cast<unsigned>(p.rank), hist, sh, nullptr);
+  MARK(2);
+  if (p.stop == 1) {
+    if (threadIdx.x == 0 && t == 0x7fffffffu) p.out[0] = 0;  // keeps the select
+    return;
+  }
+  const int slice = (nvec + G - 1) / G;
+  const int v_begin = blockIdx.x * slice, v_end = min(nvec, v_begin + slice);
+  float4 q[VPT];
+#pragma unroll
+  for (int j = 0; j < VPT; ++j) {
+    const int v = v_begin + j * blockDim.x + threadIdx.x;
+    q[j] = v < v_end ? __ldg(vin + v) : make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+  const unsigned lo = t + 1;  // every key above t is at least lo
+  unsigned m = 0;
+#pragma unroll
+  for (int i = 0; i < kPer * 4; ++i)
+    if (i < per * 4 && skey[i] > t) m = max(m, skey[i] - lo);
+  m = __reduce_max_sync(0xffffffffu, m);
+  if (lane == 0 && m != 0) atomicMax(&sh[12], m);
+
+  // 2. The slice: counts and the digit histogram of the keys above t, in
+  // shared memory first (its nonzero bins then go to the row's).
+  unsigned kk[VPT * 4];
+  unsigned n_above = 0, n_eq = 0;
+#pragma unroll
+  for (int j = 0; j < VPT; ++j) {
+    const bool valid = v_begin + j * static_cast<int>(blockDim.x) + static_cast<int>(threadIdx.x) < v_end;
+    kk[4 * j] = key_of(q[j].x), kk[4 * j + 1] = key_of(q[j].y), kk[4 * j + 2] = key_of(q[j].z),
+    kk[4 * j + 3] = key_of(q[j].w);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      if (!valid) kk[4 * j + e] = 0;  // no key is 0 (it would be a NaN's, and NaNs are 0xffffffff)
+      n_above += kk[4 * j + e] > t;
+      n_eq += kk[4 * j + e] == t;
+    }
+  }
+  hist.clear();     // free since the select's last barrier
+  __syncthreads();  // sh[12] complete, hist clear
+  const unsigned span = sh[12];
+  const int shift = max((span == 0 ? 0 : 32 - __clz(span)) - kDigit, 0);
+  auto digit = [&](unsigned x) { return min(static_cast<unsigned>(kBins - 1), (x - lo) >> shift); };
+#pragma unroll
+  for (int i = 0; i < VPT * 4; ++i)
+    if (kk[i] > t) hist.add(digit(kk[i]));
+  const unsigned wa = __reduce_add_sync(0xffffffffu, n_above), we = __reduce_add_sync(0xffffffffu, n_eq);
+  if (lane == 0 && (wa | we)) atomicAdd(&sh[13], wa), atomicAdd(&sh[14], we);
+  __syncthreads();
+  for (int i = threadIdx.x; i < kBins; i += blockDim.x)
+    if (hist.h[i]) atomicAdd(&ctr->hist[i], hist.h[i]);
+  if (threadIdx.x == 0) {
+    if (sh[13]) atomicAdd(&ctr->above, sh[13]);
+    if (sh[14]) atomicAdd(&ctr->eq, sh[14]);
+  }
+  MARK(3);
+
+  // 3. Grid barrier: thread 0 releases this CTA's counts and acquires all.
+  if (threadIdx.x == 0) {
+    cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrive(ctr->arrive);
+    arrive.fetch_add(1u, cuda::memory_order_release);
+    while (arrive.load(cuda::memory_order_acquire) < static_cast<unsigned>(G)) {
+    }
+  }
+  __syncthreads();
+  MARK(4);
+  if (p.stop == 2) return;
+  const unsigned A = __ldcg(&ctr->above), E = __ldcg(&ctr->eq), k = p.k;
+  int* out = p.out + static_cast<long long>(row) * p.k;
+  unsigned* ck = p.cand_key + static_cast<long long>(row) * p.cap;
+  int* ci = p.cand_idx + static_cast<long long>(row) * p.cap;
+  bool miss = A + E < k;
+  unsigned b = 0, rb = 0, cb = 0;
+  unsigned* ws = sh + 64;
+  if (!miss && A < k) {
+    // Every key above t, then ties with t up to k.
+    uint2 slot = cta_slots(&ctr->out_n, n_above, &ctr->tie_n, n_eq, ws, &sh[15]);
+#pragma unroll
+    for (int j = 0; j < VPT; ++j) {
+      const int v = v_begin + j * blockDim.x + threadIdx.x;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const unsigned x = kk[4 * j + e];
+        if (x > t) out[slot.x++] = 4 * v + e;
+        if (x == t && slot.y < k - A) out[A + slot.y] = 4 * v + e;
+        if (x == t) ++slot.y;
+      }
+    }
+  } else if (!miss) {
+    // The k-th key's bin b from the row's histogram; keys above b straight
+    // out, those in b gathered.
+    for (int i = threadIdx.x; i < kBins; i += blockDim.x) hist.h[i] = __ldcg(&ctr->hist[i]);
+    if (threadIdx.x == 0) sh[0] = k;
+    __syncthreads();
+    hist.find(kBins, &sh[0], &sh[1], &sh[11]);
+    __syncthreads();
+    b = sh[1], rb = sh[0], cb = sh[11];
+    miss = cb > static_cast<unsigned>(p.cap);
+    if (!miss) {
+      unsigned m1 = 0, m2 = 0;
+#pragma unroll
+      for (int i = 0; i < VPT * 4; ++i) {
+        const unsigned d = kk[i] > t ? digit(kk[i]) : 0u;
+        m1 += kk[i] > t && d > b;
+        m2 += kk[i] > t && d == b;
+      }
+      uint2 slot = cta_slots(&ctr->out_n, m1, &ctr->bin_n, m2, ws, &sh[15]);
+      if (m1 | m2) {
+#pragma unroll
+        for (int j = 0; j < VPT; ++j) {
+          const int v = v_begin + j * blockDim.x + threadIdx.x;
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const unsigned x = kk[4 * j + e];
+            const unsigned d = x > t ? digit(x) : 0u;
+            if (x > t && d > b) out[slot.x++] = 4 * v + e;
+            if (x > t && d == b) ck[slot.y] = x, ci[slot.y] = 4 * v + e, ++slot.y;
+          }
+        }
+      }
+    }
+  }
+  MARK(5);
+
+  // 4. The last CTA ranks the bin.
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    cuda::atomic_ref<unsigned, cuda::thread_scope_device> ticket(ctr->ticket);
+    sh[4] = ticket.fetch_add(1u, cuda::memory_order_acq_rel) == static_cast<unsigned>(G - 1);
+  }
+  __syncthreads();
+  MARK(6);
+  MARK_GLOBAL(11);
+  if (!sh[4]) return;
+  if (p.trace && threadIdx.x == 0) p.trace[(blockIdx.y * gridDim.x + blockIdx.x) * 16 + 12] = 1 + cb;
+  if (!miss && A >= k) {
+    for (unsigned i = threadIdx.x; i < cb; i += blockDim.x) fin_key[i] = __ldcg(ck + i), fin_idx[i] = __ldcg(ci + i);
+    __syncthreads();
+    MARK(7);
+    const unsigned kth = select_span(fin_key, cb, rb, lo + (b << shift), hist, sh);
+    MARK(8);
+    const unsigned ties_needed = sh[0], base = k - rb;  // base: the keys above the bin
+    if (threadIdx.x == 0) sh[5] = 0, sh[6] = 0;
+    __syncthreads();
+    for (unsigned i0 = 0; i0 < cb; i0 += blockDim.x) {
+      const unsigned i = i0 + threadIdx.x;
+      const unsigned x = i < cb ? fin_key[i] : 0u;
+      const unsigned pa = warp_slot(&sh[5], i < cb && x > kth);
+      const unsigned pe = warp_slot(&sh[6], i < cb && x == kth);
+      if (i < cb && x > kth) out[base + pa] = fin_idx[i];
+      if (i < cb && x == kth && pe < ties_needed) out[base + (rb - ties_needed) + pe] = fin_idx[i];
+    }
+  }
+  __syncthreads();
+  MARK(9);
+  for (int i = threadIdx.x; i < kBins; i += blockDim.x) ctr->hist[i] = 0;
+  if (threadIdx.x == 0) {
+    ctr->miss = miss ? 1u : 0u;
+    ctr->ticket = 0, ctr->above = 0, ctr->eq = 0, ctr->arrive = 0;
+    ctr->out_n = 0, ctr->tie_n = 0, ctr->bin_n = 0;
+  }
+}
+
 __global__ void empty_kernel() {}
 
 struct Opts {
   int batch = 1, n = 524288, k = 2048, ctas = 64, block = 512, cap = 16384, launches = 20, replays = 50;
-  int sample = kSampleVecs, trace = 0, early = 0;
+  int sample = kSampleVecs, trace = 0, early = 0, sync = 0;
   double sigmas = 4.5;
 };
 
@@ -507,10 +742,11 @@ int main(int argc, char** argv) {
     else if (a == "--cap") o.cap = v;
     else if (a == "--sample") o.sample = v;
     else if (a == "--early") o.early = v;
+    else if (a == "--sync") o.sync = v;
     else if (a == "--trace") o.trace = v;
     else if (a == "--sigmas") o.sigmas = std::atof(argv[i + 1]);
     else {
-      std::fprintf(stderr, "usage: topk-grid-probe [--batch B] [--n N] [--k K] [--ctas G] [--block T] [--cap C] [--sigmas S] [--sample VECTORS] [--early 0|1] [--trace 0|1]\n");
+      std::fprintf(stderr, "usage: topk-grid-probe [--batch B] [--n N] [--k K] [--ctas G] [--block T] [--cap C] [--sigmas S] [--sample VECTORS] [--early 0|1] [--sync 0|1] [--trace 0|1]\n");
       return 2;
     }
   }
@@ -542,11 +778,23 @@ int main(int argc, char** argv) {
   const int slice_vecs = (o.n / 4 + o.ctas - 1) / o.ctas;
   const int vpt = (slice_vecs + o.block - 1) / o.block;
   void (*kern)(Params) = vpt <= 1 ? grid_topk<1> : vpt <= 2 ? grid_topk<2> : vpt <= 4 ? grid_topk<4> : grid_topk<8>;
+  if (o.sync)
+    kern = vpt <= 1 ? grid_topk_sync<1> : vpt <= 2 ? grid_topk_sync<2> : vpt <= 4 ? grid_topk_sync<4> : grid_topk_sync<8>;
   if (vpt > 8) {
     std::fprintf(stderr, "unsupported: a slice of %d vectors is over 8 a thread\n", slice_vecs);
     return 2;
   }
   CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  if (o.sync) {
+    // The grid barrier needs every CTA resident at once.
+    int per_sm = 0, sms = 0;
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, o.block, smem));
+    CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    if (static_cast<long long>(per_sm) * sms < static_cast<long long>(o.ctas) * o.batch) {
+      std::fprintf(stderr, "--sync: %d x %d CTAs do not fit at once (%d an SM, %d SMs)\n", o.batch, o.ctas, per_sm, sms);
+      return 2;
+    }
+  }
   Params p{d_in, d_out, d_ctr, d_ck, d_ci, d_ei, o.n, o.n, o.k, o.cap, eq_cap, rank, 0, o.sample, o.early, nullptr};
   const dim3 grid(o.ctas, o.batch);
   cudaStream_t s;
@@ -554,8 +802,8 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device %s; batch %d n %d k %d ctas/row %d block %d cap %d sample rank %d of %d, "
-              "%d vectors a thread\n", prop.name, o.batch, o.n, o.k, o.ctas, o.block, o.cap, rank,
-              4 * o.sample, vpt <= 1 ? 1 : vpt <= 2 ? 2 : vpt <= 4 ? 4 : 8);
+              "%d vectors a thread%s\n", prop.name, o.batch, o.n, o.k, o.ctas, o.block, o.cap, rank,
+              4 * o.sample, vpt <= 1 ? 1 : vpt <= 2 ? 2 : vpt <= 4 ? 4 : 8, o.sync ? ", grid barrier" : "");
 
   // Launch floor: an empty kernel of the same grid in the same graph shape.
   auto time_graph = [&](auto launch) {
@@ -651,13 +899,22 @@ int main(int argc, char** argv) {
         const unsigned long long* t = &tr[c2 * 16];
         if (!t[12]) continue;
         auto d = [&](int a, int b) { return (static_cast<double>(t[b]) - static_cast<double>(t[a])) / cyc_us; };
-        std::printf("trace row 0, finishing CTA %d (candidates %llu), us at %.0f MHz: sample %.2f, select %.2f "
-                    "(second pass: counts %.2f, scan %.2f), "
-                    "slice count %.2f, slice atomics %.2f, slice write %.2f, fence+ticket %.2f, "
-                    "load candidates %.2f, select %.2f, output %.2f; its start %.2f us after the first CTA's, "
-                    "last CTA start +%.2f us, last ticket +%.2f us (globaltimer)\n",
-                    c2, t[12] - 1, khz / 1000.0, d(0, 1), d(1, 2), d(13, 14), d(14, 15), d(2, 3), d(3, 4), d(4, 5), d(5, 6), d(6, 7),
-                    d(7, 8), d(8, 9), (t[10] - g0) / 1000.0, (g0max - g0) / 1000.0, (g1max - g0) / 1000.0);
+        if (o.sync)
+          std::printf("trace row 0, finishing CTA %d (keys in the k-th key's bin %llu), us at %.0f MHz: sample %.2f, "
+                      "select %.2f, slice and histogram %.2f, grid barrier %.2f, writes %.2f, ticket %.2f, "
+                      "load bin %.2f, select %.2f, output %.2f; its start %.2f us after the first CTA's, "
+                      "last CTA start +%.2f us, last ticket +%.2f us (globaltimer)\n",
+                      c2, t[12] - 1, khz / 1000.0, d(0, 1), d(1, 2), d(2, 3), d(3, 4), d(4, 5), d(5, 6), d(6, 7),
+                      d(7, 8), d(8, 9), (t[10] - g0) / 1000.0, (g0max - g0) / 1000.0, (g1max - g0) / 1000.0);
+        else
+          std::printf("trace row 0, finishing CTA %d (candidates %llu), us at %.0f MHz: sample %.2f, select %.2f "
+                      "(second pass: counts %.2f, scan %.2f), "
+                      "slice count %.2f, slice atomics %.2f, slice write %.2f, fence+ticket %.2f, "
+                      "load candidates %.2f, select %.2f, output %.2f; its start %.2f us after the first CTA's, "
+                      "last CTA start +%.2f us, last ticket +%.2f us (globaltimer)\n",
+                      c2, t[12] - 1, khz / 1000.0, d(0, 1), d(1, 2), d(13, 14), d(14, 15), d(2, 3), d(3, 4), d(4, 5),
+                      d(5, 6), d(6, 7), d(7, 8), d(8, 9), (t[10] - g0) / 1000.0, (g0max - g0) / 1000.0,
+                      (g1max - g0) / 1000.0);
       }
     }
     const auto t = time_graph([&] { kern<<<grid, o.block, smem, s>>>(p); });
