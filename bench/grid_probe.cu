@@ -81,6 +81,7 @@ struct Params {
   int stop;    // phase timings: 1 returns after the sample's select, 2 after the slice (output incomplete)
   int sample_vecs;  // 16-byte vectors in the sample, at most kSampleVecs
   int early;        // 1: the slice's loads go out before the sample's select
+  int sample_stop;  // grid_topk_sync: the low bits of the threshold left unresolved (0, 8, 16)
   unsigned long long* trace;  // null, or 16 words a CTA: clock64 at phase ends, globaltimer, role
 };
 
@@ -163,19 +164,22 @@ struct Hist {
 };
 
 // The rank-th largest (1 = largest) of the values x the threads hold, all
-// below 2^bits, exactly: digit passes of up to kDigit bits from the top.
+// below 2^bits, exactly: digit passes of up to kDigit bits from the top
+// (stop_left > 0: the passes stop with that many low bits left, and the
+// result is the low end of the bin holding the rank-th value, a lower bound
+// of it, unless a small bin resolved it first).
 // for_each(f) calls f(x) on each of this thread's values. Returns x; in
 // sh[0] the rank within its ties. sh[0..1], sh[10..11], sh[16..47]: scratch. `pass_clock`: null, or
 // where thread 0 notes the clock in the second pass after its clear, its
 // counts and its scan.
 template <class ForEach>
 __device__ unsigned select_digits(const ForEach& for_each, int bits, unsigned rank, const Hist& hist, unsigned* sh,
-                                  unsigned long long* pass_clock) {
+                                  unsigned long long* pass_clock, int stop_left = 0) {
   if (threadIdx.x == 0) sh[0] = rank;
   unsigned prefix = 0;
   int pass = 0;
 #pragma unroll 1
-  for (int left = bits; left > 0; ++pass) {
+  for (int left = bits; left > stop_left; ++pass) {
     const int width = min(kDigit, left), shift = left - width;
     const unsigned high = shift + width >= 32 ? 0u : ~0u << (shift + width);  // the digits already fixed
     const unsigned mask = (1u << width) - 1u;
@@ -221,17 +225,18 @@ __device__ unsigned select_digits(const ForEach& for_each, int bits, unsigned ra
   return prefix;
 }
 
-// The rank-th largest of the sample keys this thread holds in key[0..cnt).
+// The rank-th largest of the sample keys this thread holds in key[0..cnt)
+// (stop_left: see select_digits).
 template <int N>
 __device__ unsigned select_sample(const unsigned (&key)[N], int cnt, unsigned rank, const Hist& hist, unsigned* sh,
-                                  unsigned long long* pass_clock) {
+                                  unsigned long long* pass_clock, int stop_left = 0) {
   return select_digits(
       [&](auto f) {
 #pragma unroll
         for (int i = 0; i < N; ++i)
           if (i < cnt) f(key[i]);
       },
-      32, rank, hist, sh, pass_clock);
+      32, rank, hist, sh, pass_clock, stop_left);
 }
 
 // The rank-th largest of the `count` keys in key[] (shared memory), all at
@@ -507,7 +512,9 @@ __global__ void __launch_bounds__(1024) grid_topk_sync(Params p) {
       skey[4 * j + 3] = key_of(v.w);
     }
   MARK(1);
-  const unsigned t = select_sample(skey, per * 4, static_cast<unsigned>(p.rank), hist, sh, nullptr);
+  // Only a lower bound of the sample's rank-r key is needed here: the
+  // histogram below resolves the k-th key's bin whatever falls above t.
+  const unsigned t = select_sample(skey, per * 4, static_cast<unsigned>(p.rank), hist, sh, nullptr, p.sample_stop);
   MARK(2);
   if (p.stop == 1) {
     if (threadIdx.x == 0 && t == 0x7fffffffu) p.out[0] = 0;  // keeps the select
@@ -574,6 +581,8 @@ __global__ void __launch_bounds__(1024) grid_topk_sync(Params p) {
   __syncthreads();
   MARK(4);
   if (p.stop == 2) return;
+  // The row's counts and histogram in one round of loads.
+  for (int i = threadIdx.x; i < kBins; i += blockDim.x) hist.h[i] = __ldcg(&ctr->hist[i]);
   const unsigned A = __ldcg(&ctr->above), E = __ldcg(&ctr->eq), k = p.k;
   int* out = p.out + static_cast<long long>(row) * p.k;
   unsigned* ck = p.cand_key + static_cast<long long>(row) * p.cap;
@@ -598,7 +607,6 @@ __global__ void __launch_bounds__(1024) grid_topk_sync(Params p) {
   } else if (!miss) {
     // The k-th key's bin b from the row's histogram; keys above b straight
     // out, those in b gathered.
-    for (int i = threadIdx.x; i < kBins; i += blockDim.x) hist.h[i] = __ldcg(&ctr->hist[i]);
     if (threadIdx.x == 0) sh[0] = k;
     __syncthreads();
     hist.find(kBins, &sh[0], &sh[1], &sh[11]);
@@ -674,7 +682,7 @@ __global__ void empty_kernel() {}
 
 struct Opts {
   int batch = 1, n = 524288, k = 2048, ctas = 64, block = 512, cap = 16384, launches = 20, replays = 50;
-  int sample = kSampleVecs, trace = 0, early = 0, sync = 0;
+  int sample = kSampleVecs, trace = 0, early = 0, sync = 0, sample_stop = 0;
   double sigmas = 4.5;
 };
 
@@ -743,10 +751,11 @@ int main(int argc, char** argv) {
     else if (a == "--sample") o.sample = v;
     else if (a == "--early") o.early = v;
     else if (a == "--sync") o.sync = v;
+    else if (a == "--sample-stop") o.sample_stop = v;
     else if (a == "--trace") o.trace = v;
     else if (a == "--sigmas") o.sigmas = std::atof(argv[i + 1]);
     else {
-      std::fprintf(stderr, "usage: topk-grid-probe [--batch B] [--n N] [--k K] [--ctas G] [--block T] [--cap C] [--sigmas S] [--sample VECTORS] [--early 0|1] [--sync 0|1] [--trace 0|1]\n");
+      std::fprintf(stderr, "usage: topk-grid-probe [--batch B] [--n N] [--k K] [--ctas G] [--block T] [--cap C] [--sigmas S] [--sample VECTORS] [--early 0|1] [--sync 0|1] [--sample-stop 0|8|16] [--trace 0|1]\n");
       return 2;
     }
   }
@@ -795,7 +804,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  Params p{d_in, d_out, d_ctr, d_ck, d_ci, d_ei, o.n, o.n, o.k, o.cap, eq_cap, rank, 0, o.sample, o.early, nullptr};
+  Params p{d_in, d_out, d_ctr, d_ck, d_ci, d_ei, o.n, o.n, o.k, o.cap, eq_cap, rank, 0, o.sample, o.early, o.sample_stop, nullptr};
   const dim3 grid(o.ctas, o.batch);
   cudaStream_t s;
   CHECK(cudaStreamCreate(&s));  // blocking: ordered with the memsets and copies of the default stream

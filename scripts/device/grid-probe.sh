@@ -6,8 +6,9 @@
 # target topk-grid-probe, which scripts/build-device-bundle.sh copies).
 #   GRID_CONFIGS="n:k:batch:ctas:block[:sample] ..." overrides the probe's list
 #   (sample: the probe's --sample, 1024 when left out, "e" after it for
-#   --early 1, "s" for --sync 1, e.g. 512e, 512s); GRID_ARGS adds arguments
-#   to every probe run (e.g. "--trace 1").
+#   --early 1, "s" for --sync 1, e.g. 512e, 512s, and a seventh field for
+#   --sample-stop); GRID_ARGS adds arguments to every probe run (e.g.
+#   "--trace 1").
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 nvidia-smi --query-gpu=name --format=csv,noheader | tee -a "$SUMMARY"
@@ -15,13 +16,14 @@ configs=${GRID_CONFIGS:-"524288:2048:1:128:256:256s 524288:2048:1:64:512:512s 52
 131072:2048:1:64:256:256s 131072:2048:1:32:256:256s 131072:2048:1:16:512:512
 32768:2048:64:2:1024:1024s 32768:2048:64:2:1024:1024 4096:128:64:1:512:512"}
 for c in $configs; do
-  IFS=: read -r n k batch ctas block sample <<<"$c"
+  IFS=: read -r n k batch ctas block sample stop <<<"$c"
   sample=${sample:-1024}
   sel=(--sample "${sample%[es]}")
   [[ $sample == *e ]] && sel+=(--early 1)
   [[ $sample == *s ]] && sel+=(--sync 1)
+  [[ -n ${stop:-} ]] && sel+=(--sample-stop "$stop")
   # shellcheck disable=SC2086
-  run "grid_${batch}x${n}_k${k}_g${ctas}_b${block}_s${sample}" 120 "$B/bin/topk-grid-probe" --batch "$batch" \
+  run "grid_${batch}x${n}_k${k}_g${ctas}_b${block}_s${sample}${stop:+_t$stop}" 120 "$B/bin/topk-grid-probe" --batch "$batch" \
     --n "$n" --k "$k" --ctas "$ctas" --block "$block" "${sel[@]}" ${GRID_ARGS:-}
 done
 # The library's winners of these shapes (the target table's), same run.
