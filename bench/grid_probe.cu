@@ -683,6 +683,7 @@ __global__ void empty_kernel() {}
 struct Opts {
   int batch = 1, n = 524288, k = 2048, ctas = 64, block = 512, cap = 16384, launches = 20, replays = 50;
   int sample = kSampleVecs, trace = 0, early = 0, sync = 0, sample_stop = 0;
+  int rotate = 0;  // also time with the input cycling over copies that add up to twice the L2
   double sigmas = 4.5;
 };
 
@@ -752,10 +753,11 @@ int main(int argc, char** argv) {
     else if (a == "--early") o.early = v;
     else if (a == "--sync") o.sync = v;
     else if (a == "--sample-stop") o.sample_stop = v;
+    else if (a == "--rotate") o.rotate = v;
     else if (a == "--trace") o.trace = v;
     else if (a == "--sigmas") o.sigmas = std::atof(argv[i + 1]);
     else {
-      std::fprintf(stderr, "usage: topk-grid-probe [--batch B] [--n N] [--k K] [--ctas G] [--block T] [--cap C] [--sigmas S] [--sample VECTORS] [--early 0|1] [--sync 0|1] [--sample-stop 0|8|16] [--trace 0|1]\n");
+      std::fprintf(stderr, "usage: topk-grid-probe [--batch B] [--n N] [--k K] [--ctas G] [--block T] [--cap C] [--sigmas S] [--sample VECTORS] [--early 0|1] [--sync 0|1] [--sample-stop 0|8|16] [--rotate 0|1] [--trace 0|1]\n");
       return 2;
     }
   }
@@ -782,6 +784,14 @@ int main(int argc, char** argv) {
   CHECK(cudaMalloc(&d_ci, static_cast<size_t>(o.batch) * o.cap * 4));
   CHECK(cudaMalloc(&d_ei, static_cast<size_t>(o.batch) * eq_cap * 4));
   CHECK(cudaMalloc(&d_ctr, o.batch * sizeof(RowCounters)));
+  float* d_rot = nullptr;
+  int copies = 0;
+  if (o.rotate) {
+    int l2 = 0;
+    CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+    copies = static_cast<int>(std::min<double>(128, std::max<double>(2, std::ceil(2.0 * l2 / (elems * 4.0)))));
+    CHECK(cudaMalloc(&d_rot, static_cast<size_t>(copies) * elems * 4));
+  }
   CHECK(cudaMemset(d_ctr, 0, o.batch * sizeof(RowCounters)));
   const int smem = (kBins + kShWords) * 4 + o.cap * 8;
   const int slice_vecs = (o.n / 4 + o.ctas - 1) / o.ctas;
@@ -815,11 +825,13 @@ int main(int argc, char** argv) {
               4 * o.sample, vpt <= 1 ? 1 : vpt <= 2 ? 2 : vpt <= 4 ? 4 : 8, o.sync ? ", grid barrier" : "");
 
   // Launch floor: an empty kernel of the same grid in the same graph shape.
-  auto time_graph = [&](auto launch) {
+  // A graph of `count` calls (launch(i) captures call i), replayed: the
+  // median and spread of a call's time.
+  auto time_graph = [&](auto launch, int count) {
     cudaGraph_t g;
     cudaGraphExec_t ge;
     CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    for (int i = 0; i < o.launches; ++i) launch();
+    for (int i = 0; i < count; ++i) launch(i);
     CHECK(cudaStreamEndCapture(s, &g));
     CHECK(cudaGraphInstantiate(&ge, g, 0));
     cudaEvent_t e0, e1;
@@ -834,7 +846,7 @@ int main(int argc, char** argv) {
       CHECK(cudaEventSynchronize(e1));
       float ms;
       CHECK(cudaEventElapsedTime(&ms, e0, e1));
-      us.push_back(1000.0 * ms / o.launches);
+      us.push_back(1000.0 * ms / count);
     }
     CHECK(cudaGraphExecDestroy(ge));
     CHECK(cudaGraphDestroy(g));
@@ -843,7 +855,7 @@ int main(int argc, char** argv) {
     std::sort(us.begin(), us.end());
     return std::vector<double>{us[us.size() / 10], us[us.size() / 2], us[us.size() * 9 / 10]};
   };
-  const auto floor = time_graph([&] { empty_kernel<<<grid, o.block, 0, s>>>(); });
+  const auto floor = time_graph([&](int) { empty_kernel<<<grid, o.block, 0, s>>>(); }, o.launches);
   std::printf("empty kernel, same grid: %.2f us\n", floor[1]);
 
   std::mt19937 rng(12345);
@@ -926,7 +938,7 @@ int main(int argc, char** argv) {
                       (g1max - g0) / 1000.0);
       }
     }
-    const auto t = time_graph([&] { kern<<<grid, o.block, smem, s>>>(p); });
+    const auto t = time_graph([&](int) { kern<<<grid, o.block, smem, s>>>(p); }, o.launches);
     CHECK(cudaGetLastError());
     // The timed launches ran on the last input: its output checked again.
     CHECK(cudaMemcpy(out.data(), d_out, out.size() * 4, cudaMemcpyDeviceToHost));
@@ -937,6 +949,28 @@ int main(int argc, char** argv) {
     std::printf("%-10s rows checked %lld, wrong %lld, guess missed %lld | median %.2f us [p10 %.2f, p90 %.2f]\n",
                 dist.c_str(), checked, wrong, misses + row_miss, t[1], t[0], t[2]);
     if (wrong) return 1;
+    if (d_rot) {
+      // The same input from memory: each call of the graph reads its own
+      // copy, the copies adding up to twice the L2.
+      for (int c2 = 0; c2 < copies; ++c2)
+        CHECK(cudaMemcpy(d_rot + c2 * elems, d_in, elems * 4, cudaMemcpyDeviceToDevice));
+      const auto tr = time_graph(
+          [&](int i) {
+            Params q = p;
+            q.in = d_rot + (i % copies) * elems;
+            kern<<<grid, o.block, smem, s>>>(q);
+          },
+          copies);
+      CHECK(cudaGetLastError());
+      CHECK(cudaMemcpy(out.data(), d_out, out.size() * 4, cudaMemcpyDeviceToHost));
+      CHECK(cudaMemcpy(ctr.data(), d_ctr, ctr.size() * sizeof(RowCounters), cudaMemcpyDeviceToHost));
+      long long rot_miss = 0, rot_wrong = 0;
+      for (auto& c2 : ctr) rot_miss += c2.miss;
+      if (rot_miss == 0) Check(x, out, o, &rot_wrong);
+      std::printf("           rotated over %d copies: wrong %lld, guess missed %lld | median %.2f us [p10 %.2f, p90 %.2f]\n",
+                  copies, rot_wrong, rot_miss, tr[1], tr[0], tr[2]);
+      if (rot_wrong) return 1;
+    }
     if (dist == "normal") {
       // Phase timings on the same input: up to the sample's threshold, up
       // to the slices' candidates written (the output is then incomplete,
@@ -945,7 +979,7 @@ int main(int argc, char** argv) {
       for (int stop = 1; stop <= 2; ++stop) {
         Params q = p;
         q.stop = stop;
-        ph[stop - 1] = time_graph([&] { kern<<<grid, o.block, smem, s>>>(q); })[1];
+        ph[stop - 1] = time_graph([&](int) { kern<<<grid, o.block, smem, s>>>(q); }, o.launches)[1];
         CHECK(cudaGetLastError());
       }
       CHECK(cudaMemset(d_ctr, 0, o.batch * sizeof(RowCounters)));

@@ -8,7 +8,9 @@
 #   (sample: the probe's --sample, 1024 when left out, "e" after it for
 #   --early 1, "s" for --sync 1, e.g. 512e, 512s, and a seventh field for
 #   --sample-stop); GRID_ARGS adds arguments to every probe run (e.g.
-#   "--trace 1").
+#   "--trace 1", or "--rotate 1" for inputs read from memory);
+#   GRID_BASELINE="shape=variant ..." overrides the library's winners
+#   (topk-probe shapes, ":rotate" for inputs from memory; " " for none).
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 nvidia-smi --query-gpu=name --format=csv,noheader | tee -a "$SUMMARY"
