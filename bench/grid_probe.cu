@@ -4,27 +4,32 @@
 // The question it answers: what would a workspace in Args buy on the
 // latency-bound DSA shapes (docs/PERFORMANCE.md, "A row over the grid")?
 //
-// The kernel, per row (blockIdx.y), G CTAs (blockIdx.x):
-//   1. every CTA reads the same sample of the row (1024 evenly spaced
-//      16-byte vectors) and selects its rank-r key exactly (four 8-bit digit
-//      passes in shared memory), r = kS/n plus 4.5 standard deviations plus
-//      3: all CTAs find the same threshold t without talking to each other;
-//   2. each CTA reads its slice of the row once, keeps keys > t (candidates)
-//      and counts keys == t (ties, the first `eq_cap` kept), one global
-//      atomic per CTA for each;
-//   3. the CTA that takes the last ticket finishes the row alone: with at
-//      least k candidates, an exact select among them in shared memory;
-//      with fewer, all of them plus the first ties; it then zeroes the row's
-//      counters, so the workspace stays ready for the next call.
-// A guess too high (candidates and ties fewer than k) or too low (more
-// candidates than fit) sets the row's `miss` flag; this probe counts those
-// rows and does not time them (the library would re-read the row).
+// Per row (blockIdx.y), G CTAs (blockIdx.x):
+//   1. every CTA reads the same sample of the row (--sample evenly spaced
+//      16-byte vectors) and selects its rank-r key exactly (8-bit digit
+//      passes in shared memory, a bin of at most 32 keys ranked by one
+//      warp), r = kS/n plus --sigmas standard deviations plus 3: all CTAs
+//      find the same threshold t without talking to each other;
+//   2. each CTA reads its slice of the row once into registers, keeps the
+//      keys > t and counts those == t;
+//   3. grid_topk: the slices' keys > t and ties go to the workspace (one
+//      global atomic per CTA each) and the CTA that takes the last ticket
+//      selects the k-th among them and writes the row; grid_topk_sync
+//      (--sync 1): the CTAs histogram their keys > t into the row's 256
+//      bins, meet at a grid barrier, each writes its keys above the k-th
+//      key's bin and gathers those in it, and the last CTA ranks that bin.
+//      The last CTA zeroes the row's counters, so the workspace stays ready
+//      for the next call.
+// A guess too high (fewer than k keys at or above t) or more keys than the
+// workspace holds sets the row's `miss` flag; this probe counts those rows
+// and does not time them (the library would re-read the row).
 //
 // fp32, largest, whole rows of a multiple of 4 elements, indices only: the
-// DSA indexer's case. Checked exact against a host reference before timing;
-// every CUDA call's result is checked.
+// DSA indexer's case. Checked exact against a host reference before timing
+// (normal, shifted, plateau, 16 values, ascending); every CUDA call's result
+// is checked.
 //
-//   topk-grid-probe --batch 1 --n 524288 --k 2048 --ctas 64 --block 512
+//   topk-grid-probe --batch 1 --n 524288 --k 2048 --ctas 128 --block 256 --sample 256 --sync 1
 #include <cuda_runtime.h>
 
 #include <cuda/atomic>
