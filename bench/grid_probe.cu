@@ -8,7 +8,8 @@
 //   1. every CTA reads the same sample of the row (--sample evenly spaced
 //      16-byte vectors) and selects its rank-r key exactly (8-bit digit
 //      passes in shared memory, a bin of at most 32 keys ranked by one
-//      warp), r = kS/n plus --sigmas standard deviations plus 3: all CTAs
+//      warp), r = 4kS/n (4S sample keys) plus --sigmas standard deviations
+//      plus 3: all CTAs
 //      find the same threshold t without talking to each other;
 //   2. each CTA reads its slice of the row once into registers, keeps the
 //      keys > t and counts those == t;
@@ -22,12 +23,14 @@
 //      for the next call.
 // A guess too high (fewer than k keys at or above t) or more keys than the
 // workspace holds sets the row's `miss` flag; this probe counts those rows
-// and does not time them (the library would re-read the row).
+// and leaves them out of the exactness check (they are timed with the rest;
+// the library would re-read the row).
 //
 // fp32, largest, whole rows of a multiple of 4 elements, indices only: the
-// DSA indexer's case. Checked exact against a host reference before timing
-// (normal, shifted, plateau, 16 values, ascending); every CUDA call's result
-// is checked.
+// DSA indexer's case. Checked exact against a host reference before and
+// after timing (normal, shifted, plateau, 16 values, ascending); every CUDA
+// runtime call's result is checked (launches through cudaGetLastError or
+// the capture's end).
 //
 //   topk-grid-probe --batch 1 --n 524288 --k 2048 --ctas 128 --block 256 --sample 256 --sync 1
 #include <cuda_runtime.h>
@@ -58,7 +61,7 @@ namespace {
 constexpr int kSampleVecs = 1024;  // 4096 sample keys
 constexpr int kDigit = 8;           // digit bits of a select pass (11 measured slower: the scan)
 constexpr int kBins = 1 << kDigit;
-constexpr int kShWords = 128;       // scalars, the small bin's list (16..47), warp sums (64..127)
+constexpr int kShWords = 128;       // scalars (0..15, 48..49), the small bin's list (16..47), warp sums (64..127)
 
 // Per row: counters (zero between calls) then the candidates and ties.
 struct RowCounters {
@@ -174,7 +177,8 @@ struct Hist {
 // result is the low end of the bin holding the rank-th value, a lower bound
 // of it, unless a small bin resolved it first).
 // for_each(f) calls f(x) on each of this thread's values. Returns x; in
-// sh[0] the rank within its ties. sh[0..1], sh[10..11], sh[16..47]: scratch. `pass_clock`: null, or
+// sh[0] the rank within its ties (with stop_left > 0 and no small bin, the
+// rank within the bin). sh[0..1], sh[10..11], sh[16..47]: scratch. `pass_clock`: null, or
 // where thread 0 notes the clock in the second pass after its clear, its
 // counts and its scan.
 template <class ForEach>
@@ -315,7 +319,7 @@ __global__ void __launch_bounds__(1024) grid_topk(Params p) {
                                    p.trace ? p.trace + (blockIdx.y * gridDim.x + blockIdx.x) * 16 + 13 : nullptr);
   MARK(2);
   if (p.stop == 1) {
-    if (threadIdx.x == 0 && t == 0x7fffffffu) p.out[0] = static_cast<int>(q[0].x);  // keeps the select
+    if (threadIdx.x == 0 && t == 0x7fffffffu) p.out[0] = 0;  // keeps the select
     return;
   }
   if (!p.early) load_slice();
@@ -453,9 +457,9 @@ __global__ void __launch_bounds__(1024) grid_topk(Params p) {
 
 // Slots for this thread's m1 and m2 items in global counters *c1 and *c2,
 // one atomic per CTA each (a warp's atomics on one word from every CTA
-// serialise); returns the first slots. ws: 64 words of shared scratch, sh15:
-// one word. Every thread calls it; two barriers.
-__device__ uint2 cta_slots(unsigned* c1, unsigned m1, unsigned* c2, unsigned m2, unsigned* ws, unsigned* sh15) {
+// serialise); returns the first slots. ws: 64 words of shared scratch, base:
+// two. Every thread calls it; two barriers.
+__device__ uint2 cta_slots(unsigned* c1, unsigned m1, unsigned* c2, unsigned m2, unsigned* ws, unsigned* base) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   unsigned i1 = m1, i2 = m2;
 #pragma unroll
@@ -472,11 +476,11 @@ __device__ uint2 cta_slots(unsigned* c1, unsigned m1, unsigned* c2, unsigned m2,
       ws[w] = s1, ws[32 + w] = s2;
       s1 += a, s2 += b;
     }
-    sh15[0] = s1 ? atomicAdd(c1, s1) : 0u;
-    sh15[1] = s2 ? atomicAdd(c2, s2) : 0u;
+    base[0] = s1 ? atomicAdd(c1, s1) : 0u;
+    base[1] = s2 ? atomicAdd(c2, s2) : 0u;
   }
   __syncthreads();
-  return make_uint2(sh15[0] + ws[warp] + i1 - m1, sh15[1] + ws[32 + warp] + i2 - m2);
+  return make_uint2(base[0] + ws[warp] + i1 - m1, base[1] + ws[32 + warp] + i2 - m2);
 }
 
 // The same first step, then a grid barrier instead of a finishing CTA for
@@ -552,9 +556,9 @@ __global__ void __launch_bounds__(1024) grid_topk_sync(Params p) {
     kk[4 * j + 3] = key_of(q[j].w);
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      if (!valid) kk[4 * j + e] = 0;  // no key is 0 (it would be a NaN's, and NaNs are 0xffffffff)
+      if (!valid) kk[4 * j + e] = 0;  // no key is 0 (a NaN's would be, and NaNs are 0xffffffff), so not above t
       n_above += kk[4 * j + e] > t;
-      n_eq += kk[4 * j + e] == t;
+      n_eq += valid && kk[4 * j + e] == t;  // t may be 0 (a bin's low end)
     }
   }
   hist.clear();     // free since the select's last barrier
@@ -575,8 +579,11 @@ __global__ void __launch_bounds__(1024) grid_topk_sync(Params p) {
     if (sh[14]) atomicAdd(&ctr->eq, sh[14]);
   }
   MARK(3);
+  if (p.stop == 2) return;  // before the barrier: a stopped launch leaves `arrive` as it was
 
-  // 3. Grid barrier: thread 0 releases this CTA's counts and acquires all.
+  // 3. Grid barrier: after the CTA's barrier (every thread's histogram adds
+  // in), thread 0 releases them with its arrival and acquires everyone's.
+  __syncthreads();
   if (threadIdx.x == 0) {
     cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrive(ctr->arrive);
     arrive.fetch_add(1u, cuda::memory_order_release);
@@ -585,7 +592,6 @@ __global__ void __launch_bounds__(1024) grid_topk_sync(Params p) {
   }
   __syncthreads();
   MARK(4);
-  if (p.stop == 2) return;
   // The row's counts and histogram in one round of loads.
   for (int i = threadIdx.x; i < kBins; i += blockDim.x) hist.h[i] = __ldcg(&ctr->hist[i]);
   const unsigned A = __ldcg(&ctr->above), E = __ldcg(&ctr->eq), k = p.k;
@@ -597,16 +603,17 @@ __global__ void __launch_bounds__(1024) grid_topk_sync(Params p) {
   unsigned* ws = sh + 64;
   if (!miss && A < k) {
     // Every key above t, then ties with t up to k.
-    uint2 slot = cta_slots(&ctr->out_n, n_above, &ctr->tie_n, n_eq, ws, &sh[15]);
+    uint2 slot = cta_slots(&ctr->out_n, n_above, &ctr->tie_n, n_eq, ws, &sh[48]);
 #pragma unroll
     for (int j = 0; j < VPT; ++j) {
       const int v = v_begin + j * blockDim.x + threadIdx.x;
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const unsigned x = kk[4 * j + e];
+        const bool tie = x == t && v < v_end;
         if (x > t) out[slot.x++] = 4 * v + e;
-        if (x == t && slot.y < k - A) out[A + slot.y] = 4 * v + e;
-        if (x == t) ++slot.y;
+        if (tie && slot.y < k - A) out[A + slot.y] = 4 * v + e;
+        if (tie) ++slot.y;
       }
     }
   } else if (!miss) {
@@ -626,7 +633,7 @@ __global__ void __launch_bounds__(1024) grid_topk_sync(Params p) {
         m1 += kk[i] > t && d > b;
         m2 += kk[i] > t && d == b;
       }
-      uint2 slot = cta_slots(&ctr->out_n, m1, &ctr->bin_n, m2, ws, &sh[15]);
+      uint2 slot = cta_slots(&ctr->out_n, m1, &ctr->bin_n, m2, ws, &sh[48]);
       if (m1 | m2) {
 #pragma unroll
         for (int j = 0; j < VPT; ++j) {
@@ -707,10 +714,12 @@ void Fill(std::vector<float>& x, const std::string& dist, std::mt19937& rng) {
 }
 
 // Exact: the returned indices are distinct, in the row, and their values are
-// the k largest as a multiset.
-bool Check(const std::vector<float>& x, const std::vector<int>& out, const Opts& o, long long* wrong_rows) {
-  bool ok = true;
+// the k largest as a multiset. Rows whose guess missed are left out.
+void Check(const std::vector<float>& x, const std::vector<int>& out, const std::vector<RowCounters>& ctr,
+           const Opts& o, long long* wrong_rows, long long* checked_rows) {
   for (int r = 0; r < o.batch; ++r) {
+    if (ctr[r].miss) continue;
+    ++*checked_rows;
     const float* row = x.data() + static_cast<long long>(r) * o.n;
     std::vector<float> want(row, row + o.n);
     std::nth_element(want.begin(), want.begin() + (o.k - 1), want.end(), std::greater<float>());
@@ -732,12 +741,18 @@ bool Check(const std::vector<float>& x, const std::vector<int>& out, const Opts&
       std::sort(got.begin(), got.end(), std::greater<float>());
       bad = got != want;
     }
-    if (bad) {
-      ++*wrong_rows;
-      ok = false;
-    }
+    if (bad) ++*wrong_rows;
   }
-  return ok;
+}
+
+// Every counter of every row back at zero after a call.
+bool CountersReset(const std::vector<RowCounters>& ctr) {
+  for (const RowCounters& c : ctr) {
+    if (c.ticket | c.above | c.eq | c.arrive | c.out_n | c.tie_n | c.bin_n) return false;
+    for (unsigned h : c.hist)
+      if (h) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -765,6 +780,10 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "usage: topk-grid-probe [--batch B] [--n N] [--k K] [--ctas G] [--block T] [--cap C] [--sigmas S] [--sample VECTORS] [--early 0|1] [--sync 0|1] [--sample-stop 0|8|16] [--rotate 0|1] [--trace 0|1]\n");
       return 2;
     }
+  }
+  if (o.k > o.n || (o.sample_stop != 0 && o.sample_stop != 8 && o.sample_stop != 16)) {
+    std::fprintf(stderr, "unsupported: k above n, or --sample-stop other than 0, 8 or 16\n");
+    return 2;
   }
   if (o.n % 4 != 0 || o.sample < 32 || o.sample > kSampleVecs || o.n / 4 < o.sample || o.block < 256 ||
       o.block > 1024 || o.block % 32 != 0 ||
@@ -869,30 +888,28 @@ int main(int argc, char** argv) {
   std::vector<RowCounters> ctr(o.batch);
   for (const auto& dist : dists) {
     long long wrong = 0, misses = 0, checked = 0;
-    // Three fresh inputs: each checked exact, the last one timed.
-    for (int trial = 0; trial < 3; ++trial) {
-      Fill(x, dist, rng);
-      if (dist == "ascending") std::rotate(x.begin(), x.begin() + trial * 4099, x.end());
-      CHECK(cudaMemcpy(d_in, x.data(), elems * 4, cudaMemcpyHostToDevice));
-      CHECK(cudaMemset(d_out, 0xff, out.size() * 4));
-      kern<<<grid, o.block, smem, s>>>(p);
+    // One call on a poisoned output, checked against x: its rows exact (or
+    // missed), every counter back at zero.
+    auto check_call = [&](const Params& q) {
+      CHECK(cudaMemsetAsync(d_out, 0xff, out.size() * 4, s));
+      kern<<<grid, o.block, smem, s>>>(q);
       CHECK(cudaGetLastError());
       CHECK(cudaStreamSynchronize(s));
       CHECK(cudaMemcpy(out.data(), d_out, out.size() * 4, cudaMemcpyDeviceToHost));
       CHECK(cudaMemcpy(ctr.data(), d_ctr, ctr.size() * sizeof(RowCounters), cudaMemcpyDeviceToHost));
-      long long row_miss = 0;
-      for (auto& c2 : ctr) {
-        row_miss += c2.miss;
-        if (c2.ticket | c2.above | c2.eq) {
-          std::fprintf(stderr, "counters not reset\n");
-          return 1;
-        }
+      if (!CountersReset(ctr)) {
+        std::fprintf(stderr, "counters not reset\n");
+        std::exit(1);
       }
-      misses += row_miss;
-      if (row_miss == 0) {
-        Check(x, out, o, &wrong);
-        checked += o.batch;
-      }
+      for (const RowCounters& c2 : ctr) misses += c2.miss;
+      Check(x, out, ctr, o, &wrong, &checked);
+    };
+    // Three fresh inputs, each checked; the last one is then timed.
+    for (int trial = 0; trial < 3; ++trial) {
+      Fill(x, dist, rng);
+      if (dist == "ascending") std::rotate(x.begin(), x.begin() + trial * 4099, x.end());
+      CHECK(cudaMemcpy(d_in, x.data(), elems * 4, cudaMemcpyHostToDevice));
+      check_call(p);
     }
     if (o.trace && dist == "normal") {
       // One traced launch on the last input: the finishing CTA's phases
@@ -945,14 +962,9 @@ int main(int argc, char** argv) {
     }
     const auto t = time_graph([&](int) { kern<<<grid, o.block, smem, s>>>(p); }, o.launches);
     CHECK(cudaGetLastError());
-    // The timed launches ran on the last input: its output checked again.
-    CHECK(cudaMemcpy(out.data(), d_out, out.size() * 4, cudaMemcpyDeviceToHost));
-    CHECK(cudaMemcpy(ctr.data(), d_ctr, ctr.size() * sizeof(RowCounters), cudaMemcpyDeviceToHost));
-    long long row_miss = 0;
-    for (auto& c2 : ctr) row_miss += c2.miss;
-    if (row_miss == 0) Check(x, out, o, &wrong), checked += o.batch;
+    check_call(p);  // one more call after the timed ones
     std::printf("%-10s rows checked %lld, wrong %lld, guess missed %lld | median %.2f us [p10 %.2f, p90 %.2f]\n",
-                dist.c_str(), checked, wrong, misses + row_miss, t[1], t[0], t[2]);
+                dist.c_str(), checked, wrong, misses, t[1], t[0], t[2]);
     if (wrong) return 1;
     if (d_rot) {
       // The same input from memory: each call of the graph reads its own
@@ -967,19 +979,19 @@ int main(int argc, char** argv) {
           },
           copies);
       CHECK(cudaGetLastError());
-      CHECK(cudaMemcpy(out.data(), d_out, out.size() * 4, cudaMemcpyDeviceToHost));
-      CHECK(cudaMemcpy(ctr.data(), d_ctr, ctr.size() * sizeof(RowCounters), cudaMemcpyDeviceToHost));
-      long long rot_miss = 0, rot_wrong = 0;
-      for (auto& c2 : ctr) rot_miss += c2.miss;
-      if (rot_miss == 0) Check(x, out, o, &rot_wrong);
+      Params q = p;
+      q.in = d_rot + (copies - 1) * elems;
+      const long long wrong0 = wrong, misses0 = misses;
+      check_call(q);
       std::printf("           rotated over %d copies: wrong %lld, guess missed %lld | median %.2f us [p10 %.2f, p90 %.2f]\n",
-                  copies, rot_wrong, rot_miss, tr[1], tr[0], tr[2]);
-      if (rot_wrong) return 1;
+                  copies, wrong - wrong0, misses - misses0, tr[1], tr[0], tr[2]);
+      if (wrong) return 1;
     }
     if (dist == "normal") {
       // Phase timings on the same input: up to the sample's threshold, up
-      // to the slices' candidates written (the output is then incomplete,
-      // and the counters are zeroed after).
+      // to the slices read and counted (the last-CTA finish: candidates
+      // written; the barrier finish: before the barrier). The output is
+      // then incomplete, and the counters are zeroed after.
       double ph[2];
       for (int stop = 1; stop <= 2; ++stop) {
         Params q = p;
