@@ -34,7 +34,8 @@ f32:1x131072:2048:ranges=resident_f32_b512_g512_i16_c16
 f32:64x32768:2048:ranges=filter_f32_b1024_u2_r11_s1_g1
 f32:64x4096:128:ranges=resident_f32_b1024_g1024_i4"}
 for w in $winners; do
-  shape=${w%%=*}
-  run "baseline_${shape//:/_}" 200 "$B/bin/topk-probe" --shape "$shape" --variant "${w#*=}" \
+  shape=${w%=*}  # the last "=": a shape may hold one (dist=logits)
+  shape_name=${shape//:/_}
+  run "baseline_${shape_name//=/-}" 200 "$B/bin/topk-probe" --shape "$shape" --variant "${w##*=}" \
     --cubins /tmp/topk-tests/cubins
 done
