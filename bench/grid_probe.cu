@@ -89,7 +89,7 @@ struct Params {
   int stop;    // phase timings: 1 returns after the sample's select, 2 after the slice (output incomplete)
   int sample_vecs;  // 16-byte vectors in the sample, at most kSampleVecs
   int early;        // 1: the slice's loads go out before the sample's select
-  int sample_stop;  // grid_topk_sync: the low bits of the threshold left unresolved (0, 8, 16)
+  int sample_stop;  // grid_topk_sync: the low bits of the threshold left unresolved (0, 8, 16, 24)
   unsigned long long* trace;  // null, or 16 words a CTA: clock64 at phase ends, globaltimer, role
 };
 
@@ -207,7 +207,7 @@ __device__ unsigned select_digits(const ForEach& for_each, int bits, unsigned ra
     const unsigned in_bin = sh[11];  // not hist: the next pass clears it while others read
     prefix |= sh[1] << shift;
     left = shift;
-    if (left > 0 && in_bin <= 32) {
+    if (left > stop_left && in_bin <= 32) {
       // A bin of at most 32 values: gathered and ranked among themselves by
       // one warp instead of more passes.
       unsigned* list = sh + 16;
@@ -810,12 +810,12 @@ int main(int argc, char** argv) {
     else if (a == "--trace") o.trace = v;
     else if (a == "--sigmas") o.sigmas = std::atof(argv[i + 1]);
     else {
-      std::fprintf(stderr, "usage: topk-grid-probe [--batch B] [--n N] [--k K] [--ctas G] [--block T] [--cap C] [--sigmas S] [--sample VECTORS] [--early 0|1] [--sync 0|1] [--sample-stop 0|8|16] [--rotate 0|1] [--trace 0|1]\n");
+      std::fprintf(stderr, "usage: topk-grid-probe [--batch B] [--n N] [--k K] [--ctas G] [--block T] [--cap C] [--sigmas S] [--sample VECTORS] [--early 0|1] [--sync 0|1] [--sample-stop 0|8|16|24] [--rotate 0|1] [--trace 0|1]\n");
       return 2;
     }
   }
-  if (o.k > o.n || (o.sample_stop != 0 && o.sample_stop != 8 && o.sample_stop != 16)) {
-    std::fprintf(stderr, "unsupported: k above n, or --sample-stop other than 0, 8 or 16\n");
+  if (o.k > o.n || (o.sample_stop != 0 && o.sample_stop != 8 && o.sample_stop != 16 && o.sample_stop != 24)) {
+    std::fprintf(stderr, "unsupported: k above n, or --sample-stop other than 0, 8, 16 or 24\n");
     return 2;
   }
   if (o.n % 4 != 0 || o.sample < 32 || o.sample > kSampleVecs || o.n / 4 < o.sample || o.block < 256 ||
