@@ -42,11 +42,16 @@ struct Stage {
   unsigned cluster = 1;     // CTAs per cluster (1: no cluster attribute)
   int smem_bytes = 0;       // dynamic shared memory
   int rows_per_cta = 1;     // a CTA (or a cluster) serves this many rows
+  // CTAs of the grid per row (no cluster: they meet through the workspace).
+  int ctas_per_row = 1;
+  // Launched cooperatively: every CTA of the grid is resident at once (the
+  // kernel waits at grid barriers), or the launch fails.
+  bool cooperative = false;
   TopkArgs args = {};
   // Grid for `batch` rows: ceil(batch / rows_per_cta) CTAs (clusters), times
-  // the cluster size.
+  // the cluster size and the CTAs per row.
   unsigned Grid(int64_t batch) const {
-    return static_cast<unsigned>((batch + rows_per_cta - 1) / rows_per_cta * cluster);
+    return static_cast<unsigned>((batch + rows_per_cta - 1) / rows_per_cta * cluster * ctas_per_row);
   }
 };
 
@@ -55,6 +60,9 @@ struct Stage {
 // every family and appended by the jit, not listed here.
 struct LaunchPlan {
   std::vector<Stage> stages;
+  // Global scratch the stages share (TopkArgs::workspace), 0 for none. It
+  // must be zero before the first launch; every launch leaves it zero.
+  size_t workspace_bytes = 0;
 };
 
 class Family {

@@ -266,6 +266,7 @@ LaunchShape StageShape(const gen::Stage& stage, int64_t batch) {
   s.block = stage.block;
   s.cluster = stage.cluster;
   s.smem_bytes = stage.smem_bytes;
+  s.cooperative = stage.cooperative;
   return s;
 }
 
@@ -298,6 +299,18 @@ Status CheckFits(CUfunction f, const LaunchShape& s) {
     return Status(Code::kResourceExhausted, "cuOccupancyMaxActiveClusters",
                   "a cluster of " + std::to_string(s.cluster) + " x " + std::to_string(s.block) + " threads with " +
                       std::to_string(s.smem_bytes) + " B shared memory each does not fit on the device");
+  return Status::Ok();
+}
+
+Status CheckCoResident(CUfunction f, const LaunchShape& s, int sm_count) {
+  int blocks = 0;
+  TOPK_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, &blocks, f, static_cast<int>(s.block),
+          static_cast<size_t>(s.smem_bytes));
+  if (static_cast<int64_t>(blocks) * sm_count < s.grid)
+    return Status(Code::kResourceExhausted, "CheckCoResident",
+                  "a cooperative grid of " + std::to_string(s.grid) + " CTAs of " + std::to_string(s.block) +
+                      " threads does not fit at once: " + std::to_string(blocks) + " a SM on " +
+                      std::to_string(sm_count) + " SMs");
   return Status::Ok();
 }
 
@@ -335,6 +348,23 @@ Status Launch(CUfunction f, const LaunchShape& s, void* params, size_t params_si
   (void)params_size;  // the kernels take one struct by value
   void* kernel_params[] = {params};
   if (s.grid == 0) return Status::Ok();
+  if (s.cooperative) {
+    // Cluster and cooperative attributes are not combined by any family.
+    CUlaunchConfig cfg = {};
+    cfg.gridDimX = s.grid;
+    cfg.gridDimY = cfg.gridDimZ = 1;
+    cfg.blockDimX = s.block;
+    cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.sharedMemBytes = static_cast<unsigned>(s.smem_bytes);
+    cfg.hStream = stream;
+    CUlaunchAttribute attr = {};
+    attr.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attr.value.cooperative = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    TOPK_CU(cuLaunchKernelEx, &cfg, f, kernel_params, nullptr);
+    return Status::Ok();
+  }
   if (s.cluster <= 1) {
     TOPK_CU(cuLaunchKernel, f, s.grid, 1, 1, s.block, 1, 1, static_cast<unsigned>(s.smem_bytes), stream, kernel_params,
             nullptr);

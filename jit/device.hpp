@@ -106,6 +106,7 @@ struct LaunchShape {
   unsigned block = 0;
   unsigned cluster = 1;  // CTAs per cluster (1: no cluster attribute)
   int smem_bytes = 0;    // dynamic shared memory
+  bool cooperative = false;  // every CTA resident at once (grid barriers), or the launch fails
 };
 
 // The launch shape of one stage of a family's plan for `batch` rows.
@@ -118,6 +119,10 @@ Status PrepareFunction(CUfunction f, const LaunchShape& s, int max_smem_optin);
 
 // Whether at least one cluster (or CTA) of this shape fits on the device.
 Status CheckFits(CUfunction f, const LaunchShape& s);
+
+// Whether every CTA of a cooperative launch of shape `s` is resident at once
+// on a device of `sm_count` SMs (kResourceExhausted naming the counts if not).
+Status CheckCoResident(CUfunction f, const LaunchShape& s, int sm_count);
 
 // How many clusters of launch shape `s` (a cluster attribute of s.cluster
 // CTAs, 1 included) can be co-resident on the device

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "jit/driver.hpp"
 #include "jit/kernel_store.hpp"
 
 namespace topk::jit {
@@ -48,7 +49,14 @@ StatusOr<PreparedVariant> PreparedVariant::Make(const gen::Config& c, const Prob
     const LaunchShape shape = StageShape(st, p.batch);
     TOPK_RETURN_IF_ERROR(PrepareFunction(kernels[st.kernel], shape, arch.max_smem_optin));
     TOPK_RETURN_IF_ERROR(CheckFits(kernels[st.kernel], shape));
+    if (shape.cooperative) TOPK_RETURN_IF_ERROR(CheckCoResident(kernels[st.kernel], shape, arch.sm_count));
     v.stage_fns_.push_back(kernels[st.kernel]);
+  }
+  if (v.plan_.workspace_bytes > 0) {
+    TOPK_ASSIGN_OR_RETURN(DeviceBuffer ws, DeviceBuffer::Alloc(v.plan_.workspace_bytes));
+    TOPK_CU(cuMemsetD8, ws.get(), 0, v.plan_.workspace_bytes);
+    TOPK_CU(cuCtxSynchronize);
+    v.workspace_ = std::make_shared<DeviceBuffer>(std::move(ws));
   }
   if (v.sort_) {
     int cap = 1;
@@ -85,8 +93,11 @@ LaunchShape PreparedVariant::shape() const {
 }
 
 Status PreparedVariant::Launch(const void* input, const int32_t* ranges, int32_t* indices, void* values,
-                               int64_t batch, CUstream stream) const {
+                               int64_t batch, CUstream stream, void* workspace) const {
   if (batch <= 0 || problem_.k == 0) return Status::Ok();
+  if (!workspace && workspace_) workspace = workspace_->ptr();
+  if (plan_.workspace_bytes > 0 && !workspace)
+    return Status(Code::kInvalidArgument, "PreparedVariant::Launch", "the plan needs a workspace");
   for (size_t i = 0; i < stage_fns_.size(); ++i) {
     const gen::Stage& st = plan_.stages[i];
     TopkArgs a = base_args_;
@@ -99,6 +110,7 @@ Status PreparedVariant::Launch(const void* input, const int32_t* ranges, int32_t
     a.out_idx = indices;
     a.out_val = values;
     a.batch = static_cast<int>(batch);
+    a.workspace = plan_.workspace_bytes > 0 ? workspace : nullptr;
     TOPK_RETURN_IF_ERROR(jit::Launch(stage_fns_[i], StageShape(st, batch), &a, sizeof(a), stream));
   }
   // The passes after the plan: one CTA per row over the finished output.

@@ -8,6 +8,7 @@
 #include <cuda.h>
 
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "generator/config.hpp"
@@ -41,8 +42,13 @@ class PreparedVariant {
 
   // Launches on `stream` for `batch` rows (<= the planned batch). No
   // allocation, no synchronisation.
+  // `workspace`: the plan's global scratch (workspace_bytes(), zero, left
+  // zero), or null for the variant's own, allocated and zeroed by Make;
+  // launches sharing one must be ordered on the GPU.
   Status Launch(const void* input, const int32_t* ranges, int32_t* indices, void* values, int64_t batch,
-                CUstream stream) const;
+                CUstream stream, void* workspace = nullptr) const;
+  // Bytes of global scratch a launch needs (gen::LaunchPlan::workspace_bytes).
+  size_t workspace_bytes() const { return plan_.workspace_bytes; }
 
   const gen::Config& config() const { return config_; }
   const Problem& problem() const { return problem_; }
@@ -62,6 +68,9 @@ class PreparedVariant {
   CUfunction ties_ = nullptr;
   LaunchShape ties_shape_;
   TieArgs ties_args_ = {};
+  // The variant's own workspace (zeroed), when the plan needs one; shared by
+  // copies of the variant.
+  std::shared_ptr<DeviceBuffer> workspace_;
 };
 
 // Flags word of a problem (TOPK_FLAG_*).

@@ -40,12 +40,15 @@ class PlanImpl final : public Plan {
     if (problem_.values && !Aligned(args.values, es))
       return InvalidArgument("Plan::Run", "values are not aligned to their " + std::to_string(es) + "-byte elements");
     if (problem_.ranges && !Aligned(args.ranges, 4)) return InvalidArgument("Plan::Run", "ranges are not 4-byte aligned");
+    if (info_.workspace_bytes > 0 && args.workspace && !Aligned(args.workspace, 16))
+      return InvalidArgument("Plan::Run", "workspace is not 16-byte aligned");
     if (noop_) return Status::Ok();
     // Launch in the library's context; the caller's is restored afterwards.
     jit::ContextGuard guard(ctx_);
     TOPK_RETURN_IF_ERROR(guard.status());
     return variant_.Launch(args.input, problem_.ranges ? args.ranges : nullptr, args.indices,
-                           problem_.values ? args.values : nullptr, batch, static_cast<CUstream>(stream));
+                           problem_.values ? args.values : nullptr, batch, static_cast<CUstream>(stream),
+                           args.workspace);
   }
   const Problem& problem() const override { return problem_; }
   const PlanInfo& info() const override { return info_; }
@@ -132,6 +135,7 @@ class LibraryImpl final : public Library {
     info.variant_id = d.config.Id();
     info.tuned_shape = d.tuned_shape;
     info.tuned_median_us = d.tuned_median_us;
+    info.workspace_bytes = v.workspace_bytes();
     info.plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return std::unique_ptr<Plan>(new PlanImpl(p, std::move(info), std::move(v), ctx_->get(), noop));
   }

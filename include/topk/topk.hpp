@@ -72,6 +72,14 @@ struct Args {
   int32_t* indices = nullptr;         // [batch, k] output: column indices
   void* values = nullptr;             // [batch, k] output when problem.values
   int64_t batch = -1;                 // rows this call; -1 means the planned batch
+  // Global scratch of PlanInfo::workspace_bytes bytes, 16-byte aligned, for
+  // plans that need one (a row spread over many CTAs); ignored when the plan
+  // needs none. Zero it once before its first use (cudaMemset); every call
+  // leaves it zero. Null: the plan's own, allocated and zeroed by MakePlan.
+  // Calls that share a workspace (the plan's own included) must not overlap
+  // on the GPU: the same stream, or streams ordered by events. Concurrent
+  // calls on other streams each pass their own.
+  void* workspace = nullptr;
 };
 
 // Where a plan's kernel came from.
@@ -91,6 +99,8 @@ struct PlanInfo {
   // the kernel directory (no NVRTC).
   bool binary_from_cache = false;
   double plan_ms = 0;           // wall time MakePlan took
+  // Global scratch a call needs (Args::workspace); 0 for most plans.
+  size_t workspace_bytes = 0;
 };
 
 class Plan {
@@ -100,7 +110,9 @@ class Plan {
   // legacy default stream). Checks the pointers against the contract and
   // returns kInvalidArgument without launching when one is null or
   // misaligned, or when args.batch exceeds the planned batch. A batch or k of
-  // 0 returns Ok and launches nothing. Thread-safe; graph-capturable.
+  // 0 returns Ok and launches nothing. Thread-safe; graph-capturable; calls
+  // on several streams at once need a workspace each when the plan has
+  // workspace_bytes > 0 (see Args::workspace).
   virtual Status Run(const Args& args, void* stream) const = 0;
   virtual const Problem& problem() const = 0;
   virtual const PlanInfo& info() const = 0;

@@ -11,7 +11,7 @@
 // the others get the tie pass after them instead).
 #define TOPK_FLAG_DETERMINISTIC 8u
 
-#define TOPK_ARGS_SIZE 72
+#define TOPK_ARGS_SIZE 80
 
 // Capacity of the rank list (candidates ranked directly in the last step).
 #define TOPK_RANK_CAP 256
@@ -54,6 +54,10 @@ struct TopkArgs {
   int rounds;            // refinement passes before candidates may be ranked directly
   int cache_cap;         // per-CTA row-cache capacity in keys (0: no cache)
   int smem_bytes;        // dynamic shared memory the launch provides
+  // Global scratch of the families whose plan asks for it (LaunchPlan::
+  // workspace_bytes > 0), else null: zero before the launch, and every
+  // launch leaves it zero again.
+  void* workspace;
 };
 
 // Arguments of the row-sorting kernel that orders a finished top-k.
