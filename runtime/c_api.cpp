@@ -34,6 +34,20 @@ int Fail(int code, const char* msg, char** err) {
   return code;
 }
 
+int Run(const topk_plan& plan, const void* input, const int32_t* ranges, int32_t* indices, void* values, int64_t batch,
+        void* workspace, void* stream, char** err) {
+  topk::Args a;
+  a.input = input;
+  a.ranges = ranges;
+  a.indices = indices;
+  a.values = values;
+  a.batch = batch;
+  a.workspace = workspace;
+  topk::Status s = plan.plan->Run(a, stream);
+  if (!s.ok()) return Fail(s, err);
+  return TOPK_OK;
+}
+
 }  // namespace
 
 extern "C" {
@@ -107,15 +121,13 @@ void topk_plan_destroy(topk_plan* plan) { delete plan; }
 int topk_plan_run(const topk_plan* plan, const void* input, const int32_t* ranges, int32_t* indices, void* values,
                   int64_t batch, void* stream, char** err) {
   if (!plan) return Fail(TOPK_INVALID_ARGUMENT, "topk_plan_run: plan is NULL", err);
-  topk::Args a;
-  a.input = input;
-  a.ranges = ranges;
-  a.indices = indices;
-  a.values = values;
-  a.batch = batch;
-  topk::Status s = plan->plan->Run(a, stream);
-  if (!s.ok()) return Fail(s, err);
-  return TOPK_OK;
+  return Run(*plan, input, ranges, indices, values, batch, nullptr, stream, err);
+}
+
+int topk_plan_run_workspace(const topk_plan* plan, const void* input, const int32_t* ranges, int32_t* indices,
+                            void* values, int64_t batch, void* workspace, void* stream, char** err) {
+  if (!plan) return Fail(TOPK_INVALID_ARGUMENT, "topk_plan_run_workspace: plan is NULL", err);
+  return Run(*plan, input, ranges, indices, values, batch, workspace, stream, err);
 }
 
 int topk_plan_dispatch(const topk_plan* plan) { return plan ? static_cast<int>(plan->plan->info().source) : -1; }
@@ -124,6 +136,7 @@ const char* topk_plan_tuned_shape(const topk_plan* plan) { return plan ? plan->p
 double topk_plan_tuned_median_us(const topk_plan* plan) { return plan ? plan->plan->info().tuned_median_us : 0; }
 int topk_plan_binary_from_cache(const topk_plan* plan) { return plan && plan->plan->info().binary_from_cache; }
 double topk_plan_ms(const topk_plan* plan) { return plan ? plan->plan->info().plan_ms : 0; }
+size_t topk_plan_workspace_bytes(const topk_plan* plan) { return plan ? plan->plan->info().workspace_bytes : 0; }
 
 const char* topk_code_name(int code) {
   if (code < 0 || code > TOPK_UNIMPLEMENTED) return "unknown";

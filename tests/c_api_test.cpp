@@ -11,6 +11,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "topk/topk.hpp"
@@ -39,6 +40,8 @@ static_assert(TOPK_BF16 == static_cast<int>(topk::DType::kBF16));
 static_assert(TOPK_DISPATCH_EXACT == static_cast<int>(topk::DispatchSource::kExact));
 static_assert(TOPK_DISPATCH_NEAREST == static_cast<int>(topk::DispatchSource::kNearest));
 static_assert(TOPK_DISPATCH_DEFAULT == static_cast<int>(topk::DispatchSource::kDefault));
+// The workspace size is the C++ PlanInfo's type, so no plan's size is cut.
+static_assert(std::is_same_v<decltype(topk_plan_workspace_bytes(nullptr)), decltype(topk::PlanInfo::workspace_bytes)>);
 
 // Takes ownership of a C API error message and returns it ("" for NULL).
 std::string Take(char* err) {
@@ -220,6 +223,19 @@ TEST(CApiTest, PlanRunNullPlan) {
   EXPECT_EQ(topk_plan_run(nullptr, nullptr, nullptr, nullptr, nullptr, 0, nullptr, nullptr), TOPK_INVALID_ARGUMENT);
 }
 
+TEST(CApiTest, PlanRunWorkspaceNullPlan) {
+  std::vector<float> x(16);
+  std::vector<int32_t> idx(4);
+  alignas(16) unsigned char ws[64] = {};
+  char* err = nullptr;
+  EXPECT_EQ(topk_plan_run_workspace(nullptr, x.data(), nullptr, idx.data(), nullptr, -1, ws, nullptr, &err),
+            TOPK_INVALID_ARGUMENT);
+  EXPECT_EQ(Take(err), "invalid_argument: topk_plan_run_workspace: plan is NULL");
+  // A NULL workspace (the plan's own) and a NULL err change nothing.
+  EXPECT_EQ(topk_plan_run_workspace(nullptr, nullptr, nullptr, nullptr, nullptr, 0, nullptr, nullptr, nullptr),
+            TOPK_INVALID_ARGUMENT);
+}
+
 TEST(CApiTest, AccessorsAndDestructorsAcceptNull) {
   EXPECT_STREQ(topk_library_warnings(nullptr), "");
   EXPECT_STREQ(topk_library_device(nullptr), "");
@@ -229,6 +245,7 @@ TEST(CApiTest, AccessorsAndDestructorsAcceptNull) {
   EXPECT_EQ(topk_plan_tuned_median_us(nullptr), 0.0);
   EXPECT_EQ(topk_plan_binary_from_cache(nullptr), 0);
   EXPECT_EQ(topk_plan_ms(nullptr), 0.0);
+  EXPECT_EQ(topk_plan_workspace_bytes(nullptr), 0u);
   topk_plan_destroy(nullptr);
   topk_library_close(nullptr);
   topk_free(nullptr);

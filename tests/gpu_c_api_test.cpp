@@ -1,7 +1,8 @@
 // The C API on a GPU: the bad-input contract of DESIGN.md end to end.
 // Plans with bad problems and runs with bad pointers fail with a clear
 // status and launch nothing (outputs keep a sentinel); k = 0 and batch = 0
-// are no-ops; k > n and short ranges pad with -1; a cache file that is
+// are no-ops; k > n and short ranges pad with -1; a workspace is ignored by
+// plans that need none and checked by those that do; a cache file that is
 // corrupt, of a newer schema or tuned on another device is ignored with a
 // warning and the default kernel runs. Skips without a GPU.
 #include <gtest/gtest.h>
@@ -289,6 +290,98 @@ TEST_F(CApiGpuTest, RunRejectsBadPointersAndLaunchesNothing) {
         << Take(err);
     EXPECT_FALSE(Untouched(idx, 0xAB));
   }
+}
+
+// Ordinary shapes need no workspace: topk_plan_workspace_bytes is 0 and a
+// workspace passed anyway, even a misaligned one, is ignored.
+TEST_F(CApiGpuTest, WorkspaceIsIgnoredWhenThePlanNeedsNone) {
+  struct Shape {
+    int64_t batch, n, k;
+  };
+  jit::DeviceBuffer ws = Alloc(64);
+  void* misaligned = reinterpret_cast<void*>(ws.get() + 1);
+  for (const Shape& s : {Shape{8, 20000, 100}, Shape{4, 1000, 10}, Shape{64, 4096, 8}}) {
+    const std::string what = std::to_string(s.batch) + "x" + std::to_string(s.n) + " k=" + std::to_string(s.k);
+    topk_plan* plan = MakePlan(MakeProblem(TOPK_F32, s.batch, s.n, s.k));
+    ASSERT_NE(plan, nullptr) << what;
+    EXPECT_EQ(topk_plan_workspace_bytes(plan), 0u) << what << " " << topk_plan_variant(plan);
+    std::vector<float> x = Values(s.batch * s.n, 13);
+    jit::DeviceBuffer in = Upload(x), idx = Alloc(s.batch * s.k * 4);
+    Fill(idx, 0xAB);
+    char* err = nullptr;
+    ASSERT_EQ(topk_plan_run_workspace(plan, in.ptr(), nullptr, static_cast<int32_t*>(idx.ptr()), nullptr, -1,
+                                      misaligned, nullptr, &err),
+              TOPK_OK)
+        << what << ": " << Take(err);
+    std::vector<int32_t> got = Download<int32_t>(idx, s.batch * s.k);
+    for (int64_t r = 0; r < s.batch; ++r)
+      ExpectRow(std::vector<float>(x.begin() + r * s.n, x.begin() + (r + 1) * s.n), 0, s.n, got.data() + r * s.k, s.k,
+                true, what + " row " + std::to_string(r));
+  }
+}
+
+// A plan that spreads a row over many CTAs needs a workspace: a misaligned
+// one is refused before anything launches; the caller's own (zeroed) gives
+// a correct result and is left zero, as the contract promises; NULL and
+// topk_plan_run use the plan's own. Skips while no shape below gets such a
+// plan.
+TEST_F(CApiGpuTest, WorkspaceContractOfPlansThatNeedOne) {
+  struct Shape {
+    int64_t batch, n, k;
+  };
+  topk_plan* plan = nullptr;
+  Shape s{};
+  for (const Shape& c :
+       {Shape{1, 524288, 2048}, Shape{1, 131072, 512}, Shape{1, 1 << 20, 1024}, Shape{2, 524288, 64}}) {
+    topk_plan* p = MakePlan(MakeProblem(TOPK_F32, c.batch, c.n, c.k));
+    ASSERT_NE(p, nullptr);
+    if (topk_plan_workspace_bytes(p) > 0) {
+      plan = p;
+      s = c;
+      break;
+    }
+  }
+  if (!plan) GTEST_SKIP() << "no shape tried here gets a plan with a workspace";
+  const size_t bytes = topk_plan_workspace_bytes(plan);
+  std::vector<float> x = Values(s.batch * s.n, 17);
+  jit::DeviceBuffer in = Upload(x), idx = Alloc(s.batch * s.k * 4), ws = Alloc(bytes + 16);
+  Fill(ws, 0);
+  Fill(idx, 0xAB);
+  const auto* input = in.ptr();
+  auto* out = static_cast<int32_t*>(idx.ptr());
+  char* err = nullptr;
+  for (size_t offset : {1, 4, 8}) {
+    EXPECT_EQ(topk_plan_run_workspace(plan, input, nullptr, out, nullptr, -1,
+                                      reinterpret_cast<void*>(ws.get() + offset), nullptr, &err),
+              TOPK_INVALID_ARGUMENT)
+        << offset;
+    const std::string msg = Take(err);
+    err = nullptr;
+    EXPECT_TRUE(Contains(msg, "workspace is not 16-byte aligned")) << msg;
+  }
+  EXPECT_TRUE(Untouched(idx, 0xAB)) << "a rejected run wrote indices";
+  EXPECT_TRUE(Untouched(ws, 0)) << "a rejected run wrote the workspace";
+  auto check = [&](const std::string& what) {
+    std::vector<int32_t> got = Download<int32_t>(idx, s.batch * s.k);
+    for (int64_t r = 0; r < s.batch; ++r)
+      ExpectRow(std::vector<float>(x.begin() + r * s.n, x.begin() + (r + 1) * s.n), 0, s.n, got.data() + r * s.k, s.k,
+                true, what + " row " + std::to_string(r));
+  };
+  // The caller's workspace, three calls in a row: each must find it zero.
+  for (int call = 0; call < 3; ++call) {
+    Fill(idx, 0xAB);
+    ASSERT_EQ(topk_plan_run_workspace(plan, input, nullptr, out, nullptr, -1, ws.ptr(), nullptr, &err), TOPK_OK)
+        << Take(err);
+    check("own workspace, call " + std::to_string(call));
+    EXPECT_TRUE(Untouched(ws, 0)) << "call " << call << " left the workspace non-zero";
+  }
+  Fill(idx, 0xAB);
+  ASSERT_EQ(topk_plan_run_workspace(plan, input, nullptr, out, nullptr, -1, nullptr, nullptr, &err), TOPK_OK)
+      << Take(err);
+  check("the plan's workspace (NULL)");
+  Fill(idx, 0xAB);
+  ASSERT_EQ(topk_plan_run(plan, input, nullptr, out, nullptr, -1, nullptr, &err), TOPK_OK) << Take(err);
+  check("the plan's workspace (topk_plan_run)");
 }
 
 TEST_F(CApiGpuTest, InputOffsetByOneElementRuns) {
@@ -596,6 +689,7 @@ TEST_F(CApiGpuTest, PlanInfoAccessors) {
   EXPECT_STREQ(topk_plan_tuned_shape(plan), "");
   EXPECT_EQ(topk_plan_tuned_median_us(plan), 0.0);
   EXPECT_GT(topk_plan_ms(plan), 0.0);
+  EXPECT_EQ(topk_plan_workspace_bytes(plan), 0u);
   EXPECT_STRNE(topk_library_device(lib_), "");
   EXPECT_STREQ(topk_library_warnings(lib_), "");
 }

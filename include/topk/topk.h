@@ -6,7 +6,9 @@
  * caller frees with topk_free(). On success *err is left untouched. Nothing
  * here prints, aborts or exits. Same contract as topk.hpp: plan once, run
  * many times; topk_plan_run only launches (no allocation, no host
- * synchronisation) and is safe from several threads on several streams.
+ * synchronisation) and is safe from several threads on several streams
+ * (for a plan with a workspace, with one workspace per concurrent stream:
+ * topk_plan_run_workspace).
  */
 #ifndef TOPK_TOPK_H_
 #define TOPK_TOPK_H_
@@ -84,9 +86,21 @@ void topk_plan_destroy(topk_plan* plan);
 
 /* Launches on `stream` (CUstream / cudaStream_t, NULL = legacy default).
  * `ranges` and `values` may be NULL when the problem does not use them;
- * batch < 0 means the planned batch. */
+ * batch < 0 means the planned batch. A plan with a workspace
+ * (topk_plan_workspace_bytes > 0) uses its own here: calls of that plan must
+ * then not overlap on the GPU (one stream, or streams ordered by events). */
 int topk_plan_run(const topk_plan* plan, const void* input, const int32_t* ranges, int32_t* indices, void* values,
                   int64_t batch, void* stream, char** err);
+
+/* topk_plan_run with the caller's global scratch: `workspace` is device
+ * memory of topk_plan_workspace_bytes(plan) bytes, 16-byte aligned, zeroed
+ * once before its first use (every call leaves it zero). NULL uses the
+ * plan's own, as topk_plan_run does; ignored when the plan needs none.
+ * Calls that share a workspace must not overlap on the GPU; concurrent calls
+ * on other streams each pass their own. A misaligned workspace returns
+ * TOPK_INVALID_ARGUMENT without launching. */
+int topk_plan_run_workspace(const topk_plan* plan, const void* input, const int32_t* ranges, int32_t* indices,
+                            void* values, int64_t batch, void* workspace, void* stream, char** err);
 
 /* Plan details; strings are owned by the plan. */
 int topk_plan_dispatch(const topk_plan* plan);      /* enum topk_dispatch */
@@ -95,6 +109,9 @@ const char* topk_plan_tuned_shape(const topk_plan* plan);
 double topk_plan_tuned_median_us(const topk_plan* plan);
 int topk_plan_binary_from_cache(const topk_plan* plan);
 double topk_plan_ms(const topk_plan* plan);
+/* Bytes of global scratch a call needs (see topk_plan_run_workspace); 0 for
+ * most plans. */
+size_t topk_plan_workspace_bytes(const topk_plan* plan);
 
 /* "ok", "invalid_argument", ... for a code. */
 const char* topk_code_name(int code);

@@ -83,6 +83,7 @@ class ApiTest(unittest.TestCase):
         self.assertTrue(plan.variant.startswith("filter_f32"), plan.variant)  # the default for many long rows
         self.assertEqual(plan.tuned_shape, "")
         self.assertGreater(plan.plan_ms, 0)
+        self.assertEqual(plan.workspace_bytes, 0)  # an ordinary shape: no global scratch
         self.assertIn("64x32768 k=2048", repr(plan))
         idx = plan(x)
         self.assertEqual((idx.shape, idx.dtype, idx.device), ((64, 2048), torch.int32, x.device))
@@ -271,6 +272,38 @@ class ApiTest(unittest.TestCase):
         plan.run_into(x, outs, stream=s)
         s.synchronize()
         self.assertTrue(same_values(x, outs, 500))
+
+    def test_workspace_per_stream(self):
+        # The call path of plans with a workspace, on a plan given one here
+        # (the kernel ignores it): a zeroed workspace from torch per stream,
+        # made on the first call there (a graph capture's included) and
+        # reused, and the results unchanged.
+        from topk_tune import _library  # noqa: PLC0415
+
+        x = torch.randn(8, 20000, device="cuda")
+        plan = self.lib.plan("f32", 8, 20000, 100)
+        plan._workspaces = _library._Workspaces(4096, plan.library.device)
+        self.assertTrue(same_values(x, plan(x), 100))
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            self.assertTrue(same_values(x, plan(x), 100))
+            self.assertTrue(same_values(x, plan(x), 100))
+        torch.cuda.synchronize()
+        self.assertEqual(len(plan._workspaces), 2)
+        for stream, ws in plan._workspaces._by_stream.items():
+            self.assertEqual((ws.dtype, ws.numel(), ws.device), (torch.uint8, 4096, x.device))
+            self.assertEqual(int(ws.count_nonzero()), 0)
+            self.assertEqual(ws.data_ptr() % 16, 0)
+        outs = plan.allocate_outputs()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            capture = torch.cuda.current_stream().cuda_stream
+            plan.run_into(x, outs)
+        g.replay()
+        torch.cuda.synchronize()
+        self.assertTrue(same_values(x, outs, 100))
+        self.assertIn(capture, plan._workspaces._by_stream)
 
     def test_topk_function(self):
         x = torch.randn(4, 6, 3000, device="cuda", dtype=torch.bfloat16)

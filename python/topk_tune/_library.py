@@ -87,6 +87,69 @@ def _swapped(val, idx, dtype):
         return False
 
 
+def _zeroed_workspace(torch, nbytes, device, stream):
+    """A zeroed uint8 tensor of `nbytes` on cuda:`device` from torch's caching
+    allocator, zeroed on `stream` (an int CUstream), so that the zeroing is
+    ordered before the first launch that uses it there and the allocator
+    ties the block to that stream. A stream of 0 is torch's default stream
+    (torch.cuda.ExternalStream(0) would be a new stream from torch's pool)."""
+    dev = torch.device("cuda", device)
+    if stream == torch.cuda.current_stream(device).cuda_stream:
+        return torch.zeros(nbytes, dtype=torch.uint8, device=dev)
+    s = torch.cuda.default_stream(device) if stream == 0 else torch.cuda.ExternalStream(stream, device=dev)
+    with torch.cuda.stream(s):
+        return torch.zeros(nbytes, dtype=torch.uint8, device=dev)
+
+
+def _torch_workspace(nbytes, device, stream):
+    """_zeroed_workspace with torch imported; None without torch (the call
+    then uses the plan's own workspace)."""
+    try:
+        torch = _arrays.torch_module()
+    except TopkError:
+        return None
+    try:
+        return _zeroed_workspace(torch, nbytes, device, stream)
+    except RuntimeError as e:  # torch's out-of-memory error is a RuntimeError too
+        code = Code.RESOURCE_EXHAUSTED if "out of memory" in str(e) else Code.CUDA_ERROR
+        raise TopkError(code, f"{code.name.lower()}: workspace of {nbytes} bytes on cuda:{device}: {e}") from None
+
+
+_MISSING = object()
+
+
+class _Workspaces:
+    """The global scratch of one plan, one per stream: a call on stream s
+    gets the workspace of s, allocated and zeroed on s the first time (by
+    `allocate(nbytes, device, stream)`, which returns an object with
+    data_ptr(), or None for the plan's own) and reused afterwards, since
+    every call leaves it zero. Calls on one stream are ordered on the GPU,
+    so they may share one; calls on different streams never do. Kept for
+    the plan's life; a CUDA graph captures the workspace of the stream it
+    was captured on."""
+
+    def __init__(self, nbytes, device, allocate=None):
+        self.nbytes = nbytes
+        self.device = device
+        self._allocate = allocate or _torch_workspace
+        self._by_stream = {}
+        self._lock = threading.Lock()
+
+    def pointer(self, stream):
+        """The workspace's address for a call on `stream` (an int), or 0 for
+        the plan's own."""
+        ws = self._by_stream.get(stream, _MISSING)  # a dict read is atomic; the lock guards the insertion
+        if ws is _MISSING:
+            with self._lock:
+                ws = self._by_stream.get(stream, _MISSING)
+                if ws is _MISSING:
+                    ws = self._by_stream[stream] = self._allocate(self.nbytes, self.device, stream)
+        return ws.data_ptr() if ws is not None else 0
+
+    def __len__(self):
+        return len(self._by_stream)
+
+
 class Plan:
     """A planned top-k problem: the kernel is chosen, loaded and its launch
     prepared; calling the plan only validates the arguments and launches.
@@ -95,7 +158,10 @@ class Plan:
     ranges, values, sorted, deterministic (the problem, also as the dict
     `problem`); variant (kernel id), dispatch
     ("exact", "nearest" or "default"), tuned_shape, tuned_median_us, plan_ms,
-    binary_from_cache; library.
+    binary_from_cache, workspace_bytes (global scratch a call needs, 0 for
+    most plans: when above 0, each call uses a zeroed workspace from torch's
+    caching allocator, one per stream, allocated on the plan's first call on
+    that stream and reused); library.
     """
 
     def __init__(self, library, handle, problem):
@@ -121,10 +187,14 @@ class Plan:
             self.tuned_median_us = dll.topk_plan_tuned_median_us(h)
             self.binary_from_cache = bool(dll.topk_plan_binary_from_cache(h))
             self.plan_ms = dll.topk_plan_ms(h)
+            self.workspace_bytes = dll.topk_plan_workspace_bytes(h)
         else:  # a plan without a handle (tests): every run fails in the C API
             self.dispatch, self.variant, self.tuned_shape = "default", "", ""
             self.tuned_median_us, self.binary_from_cache, self.plan_ms = 0.0, False, 0.0
+            self.workspace_bytes = 0
+        self._workspaces = _Workspaces(self.workspace_bytes, library.device) if self.workspace_bytes > 0 else None
         self._run = dll.topk_plan_run
+        self._run_workspace = dll.topk_plan_run_workspace
 
     _PROBLEM_FIELDS = ("dtype", "batch", "n", "k", "row_stride", "largest", "ranges", "values", "sorted",
                        "deterministic")
@@ -160,7 +230,9 @@ class Plan:
         """Runs on `x` into preallocated outputs (from allocate_outputs, or
         your own: indices int32 [>= batch, k] contiguous, and values of x's
         dtype likewise, as a pair (values, indices) when the plan writes
-        values). Allocates nothing, so it can be captured in a CUDA graph.
+        values). Allocates nothing, so it can be captured in a CUDA graph
+        (a plan with workspace_bytes > 0 allocates its workspace for a stream
+        once, at its first call there, inside a capture too).
         Ranges come only as `ranges` here (lengths would need a conversion,
         which allocates: use __call__ or topk_tune.topk for them).
 
@@ -267,11 +339,18 @@ class Plan:
     def _launch_checked(self, x_ptr, rg_ptr, idx_ptr, val_ptr, batch, stream):
         """topk_plan_run with pointers (ints, 0 for none) that the caller has
         already checked against this plan: no Python validation here (the C
-        API still checks the handle and the pointers)."""
+        API still checks the handle and the pointers). A plan with a
+        workspace goes through topk_plan_run_workspace with the workspace of
+        `stream` (none for a call that launches nothing: batch or k of 0)."""
         h = self._handle.value if self._handle is not None else None
         err = ctypes.c_void_p()
-        code = self._run(h, x_ptr or None, rg_ptr or None, idx_ptr or None, val_ptr or None, batch, stream or None,
-                         ctypes.byref(err))
+        if self._workspaces is None or batch == 0 or self.k == 0:
+            code = self._run(h, x_ptr or None, rg_ptr or None, idx_ptr or None, val_ptr or None, batch,
+                             stream or None, ctypes.byref(err))
+        else:
+            ws = self._workspaces.pointer(stream or 0)
+            code = self._run_workspace(h, x_ptr or None, rg_ptr or None, idx_ptr or None, val_ptr or None, batch,
+                                       ws or None, stream or None, ctypes.byref(err))
         if code:
             check(code, err)
 
