@@ -6,6 +6,7 @@
 #include <set>
 
 #include "generator/filter.hpp"
+#include "generator/grid.hpp"
 #include "generator/radix.hpp"
 #include "generator/resident.hpp"
 #include "generator/warp.hpp"
@@ -19,6 +20,7 @@ struct Registry {
     // The built-in families, in the order DefaultConfig consults them: a
     // family's Default() declines the problems it should not serve.
     families.push_back(MakeWarpFamily());
+    families.push_back(MakeGridFamily());      // before resident: its default serves one long row
     families.push_back(MakeResidentFamily());  // before radix: its default serves rows up to 8192
     families.push_back(MakeFilterFamily());    // before radix: its default serves many long rows
     families.push_back(MakeRadixFamily());
@@ -145,9 +147,10 @@ std::vector<Config> DefaultKernelConfigs(const Arch& arch) {
     for (int64_t x : {v - 1, v, v + 1, 3 * v})
       if (x >= 1) batches.insert(x);
   // The SM count decides whether rows split over clusters (few rows on many
-  // SMs): the architecture's flagship part and parts far smaller and larger.
+  // SMs): the architecture's flagship part and parts far smaller and larger,
+  // and one of 64 to 127 SMs (the grid family's 64 CTAs a row instead of 128).
   std::vector<Arch> arches = {arch};
-  for (int sms : {8, 512}) {
+  for (int sms : {8, 100, 512}) {
     Arch a = arch;
     a.sm_count = sms;
     arches.push_back(a);

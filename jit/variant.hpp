@@ -49,6 +49,9 @@ class PreparedVariant {
                 CUstream stream, void* workspace = nullptr) const;
   // Bytes of global scratch a launch needs (gen::LaunchPlan::workspace_bytes).
   size_t workspace_bytes() const { return plan_.workspace_bytes; }
+  // The variant's own workspace (null when the plan needs none): tests check
+  // that every launch leaves it zero.
+  CUdeviceptr own_workspace() const { return workspace_ ? workspace_->get() : 0; }
 
   const gen::Config& config() const { return config_; }
   const Problem& problem() const { return problem_; }

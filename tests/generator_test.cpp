@@ -11,6 +11,7 @@
 #include "generator/config.hpp"
 #include "generator/family.hpp"
 #include "generator/filter.hpp"
+#include "generator/grid.hpp"
 #include "generator/resident.hpp"
 #include "generator/radix.hpp"
 #include "generator/source.hpp"
@@ -595,11 +596,12 @@ TEST(SpaceTest, DefaultClustersFollowTheSmCount) {
   // the fit; -1 (not asked) is; nothing past 16 CTAs runs.
   answered.resident_clusters = {132, 66, 30, 15, 0};
   EXPECT_EQ(answered.max_resident_clusters(16), 0);
-  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 524288, 2048), answered).family, "radix");
-  EXPECT_EQ(R(DefaultConfig(Prob(DType::kF32, 1, 524288, 2048), answered)).cluster, 8);
+  // (k 128: one row with k from 256 goes to the grid family.)
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 524288, 128), answered).family, "radix");
+  EXPECT_EQ(R(DefaultConfig(Prob(DType::kF32, 1, 524288, 128), answered)).cluster, 8);
   ResidentParams eight{DType::kF32, 1024, 1024, 16};  // 16-CTA clusters do not run: 8 of 1024 threads
   eight.cluster = 8;
-  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 131072, 2048), answered), eight.ToConfig());
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 131072, 128), answered), eight.ToConfig());
   answered.resident_clusters = {-1, -1, -1, 9, -1};
   EXPECT_EQ(answered.max_resident_clusters(8), 9);
   EXPECT_EQ(answered.max_resident_clusters(16), 7);  // the fit
@@ -1129,7 +1131,8 @@ TEST(ResidentFamilyTest, ConstraintsEnumerationAndPlan) {
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 15, 8193, 256), arch), clustered(DType::kF32, 512, 8, 4));
   EXPECT_EQ(DefaultConfig(Prob(DType::kBF16, 1, 16384, 2048), arch), clustered(DType::kBF16, 512, 8, 4));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 2, 65536, 8), arch), clustered(DType::kF32, 512, 16, 8));
-  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 131072, 2048), arch), clustered(DType::kF32, 512, 16, 16));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 131072, 128), arch), clustered(DType::kF32, 512, 16, 16));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 131072, 2048), arch).family, "grid");  // one row, k >= 256
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 2, 131072, 2048), arch), clustered(DType::kF32, 512, 16, 16));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 3, 131072, 2048), arch), clustered(DType::kF32, 1024, 16, 8));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 8, 131072, 8), arch), clustered(DType::kF32, 1024, 16, 8));
@@ -1157,12 +1160,12 @@ TEST(ResidentFamilyTest, ConstraintsEnumerationAndPlan) {
   eight_ctas.dtype = DType::kBF16;
   EXPECT_EQ(DefaultConfig(Prob(DType::kBF16, 15, 262144, 64), arch), eight_ctas.ToConfig());
   long_row.shared = 16;
-  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 262145, 2048), arch), long_row.ToConfig());
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 262145, 128), arch), long_row.ToConfig());
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 6, 524288, 64), arch), long_row.ToConfig());
   long_row.dtype = DType::kBF16;
   EXPECT_EQ(DefaultConfig(Prob(DType::kBF16, 1, 524288, 64), arch), long_row.ToConfig());
-  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 524289, 2048), arch).family, "radix");
-  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 524288, 2048), Arch::Sm80()).family, "radix");  // no clusters
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 524289, 128), arch).family, "radix");
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 524288, 128), Arch::Sm80()).family, "radix");  // no clusters
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 15, 32768, 8), arch), clustered(DType::kF32, 512, 16, 8));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 16, 32768, 8), arch).family, "filter");
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 32768, 8), Arch::Sm80()).family, "radix");  // no clusters
@@ -1363,4 +1366,94 @@ TEST(DefaultKernelsTest, EnumerationCoversTheDefaultsOfRandomProblems) {
 }
 
 }  // namespace
+// The grid family: constraints named, enumeration within the SMs, the
+// default's rows, and a plan that asks for a workspace and a cooperative
+// grid of batch x ctas CTAs.
+TEST(GridFamilyTest, ConstraintsEnumerationDefaultAndPlan) {
+  const Arch arch = Arch::Sm90();
+  const GridParams g{DType::kF32, 256, 4, 128, 256, 4096};
+  EXPECT_EQ(Config(g).Id(), "grid_f32_b256_i4_g128_s256_c4096");
+  EXPECT_EQ(Config(g).KernelKey(), "grid_f32_b256_i4");
+  EXPECT_TRUE(Validate(g, arch).ok());
+  auto broken = [&](auto f) {
+    GridParams x = g;
+    f(x);
+    return Validate(x, arch).where();
+  };
+  EXPECT_EQ(broken([](GridParams& x) { x.block_threads = 32; }), "constraint block");
+  EXPECT_EQ(broken([](GridParams& x) { x.block_threads = 2048; }), "constraint block");
+  EXPECT_EQ(broken([](GridParams& x) { x.items = 0; }), "constraint items");
+  EXPECT_EQ(broken([](GridParams& x) { x.items = 9; }), "constraint items");
+  EXPECT_EQ(broken([](GridParams& x) { x.ctas = 0; }), "constraint ctas");
+  EXPECT_EQ(broken([](GridParams& x) { x.ctas = 133; }), "constraint ctas");  // more than the SMs
+  EXPECT_EQ(broken([](GridParams& x) { x.sample = 1025; }), "constraint sample");
+  EXPECT_EQ(broken([](GridParams& x) { x.candidates = 16; }), "constraint candidates");
+  EXPECT_EQ(broken([](GridParams& x) { x.candidates = 16385; }), "constraint candidates");
+  EXPECT_EQ(broken([](GridParams& x) { x.candidates = 16384; }), "");  // 128 KB: fits
+  Arch small = arch;
+  small.max_smem_optin = 48 * 1024;
+  EXPECT_EQ(Validate(Config(GridParams{DType::kF32, 256, 4, 128, 256, 8192}), small).where(), "constraint candidates");
+  // Rows up to ctas x block x items x 4 (fp32) or x 8 (16-bit); batch x ctas
+  // within the SMs.
+  EXPECT_EQ(g.capacity(), 524288);
+  EXPECT_TRUE(ValidateFor(g, arch, Prob(DType::kF32, 1, 524288, 2048)).ok());
+  EXPECT_EQ(ValidateFor(g, arch, Prob(DType::kF32, 1, 524289, 2048)).where(), "constraint items");
+  EXPECT_EQ(ValidateFor(g, arch, Prob(DType::kF32, 2, 1024, 8)).where(), "constraint ctas");
+  EXPECT_EQ((GridParams{DType::kBF16, 256, 4, 128}.capacity()), 1048576);
+
+  SpaceOptions only;
+  only.families = {"grid"};
+  EXPECT_TRUE(Enumerate(Prob(DType::kF32, 64, 32768, 2048), arch, only).empty());  // 64 x 8 CTAs > 132 SMs
+  for (const Problem& p : {Prob(DType::kF32, 1, 524288, 2048), Prob(DType::kBF16, 2, 131072, 64),
+                           Prob(DType::kF16, 16, 65536, 8)}) {
+    const std::vector<Config> all = Enumerate(p, arch, only);
+    ASSERT_FALSE(all.empty()) << p.ToString();
+    for (const Config& x : all) {
+      EXPECT_TRUE(ValidateFor(x, arch, p).ok()) << x.Id();
+      EXPECT_LE(p.batch * GridParams::Of(x).ctas, arch.sm_count) << x.Id();
+    }
+    EXPECT_EQ(Enumerate(p, arch, only), all);  // stable
+  }
+  EXPECT_EQ(FindFamily("grid")->EnumerateKernels(DType::kF32, arch).size(), 8u);
+
+  // The default: one fp32 row of 131072 to 1048576 with k 256 to 4096, 512
+  // threads a CTA; 128 CTAs from 262144 elements where the SMs allow, else 64.
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 524288, 2048), arch),
+            Config(GridParams{DType::kF32, 512, 2, 128, 256, 4096}));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 131072, 2048), arch),
+            Config(GridParams{DType::kF32, 512, 1, 64, 256, 4096}));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 262144, 2048), arch),
+            Config(GridParams{DType::kF32, 512, 1, 128, 256, 4096}));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 1048576, 256), arch),
+            Config(GridParams{DType::kF32, 512, 4, 128, 256, 4096}));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 524288, 2048), Arch::Sm80()),
+            Config(GridParams{DType::kF32, 512, 4, 64, 256, 4096}));  // 108 SMs
+  EXPECT_NE(DefaultConfig(Prob(DType::kF32, 2, 524288, 2048), arch).family, "grid");
+  EXPECT_NE(DefaultConfig(Prob(DType::kF32, 1, 131071, 2048), arch).family, "grid");
+  EXPECT_NE(DefaultConfig(Prob(DType::kF32, 1, 1048577, 2048), arch).family, "grid");
+  EXPECT_NE(DefaultConfig(Prob(DType::kF32, 1, 524288, 255), arch).family, "grid");
+  EXPECT_NE(DefaultConfig(Prob(DType::kF32, 1, 524288, 4097), arch).family, "grid");
+  EXPECT_NE(DefaultConfig(Prob(DType::kBF16, 1, 524288, 2048), arch).family, "grid");
+
+  const Problem p = Prob(DType::kF32, 1, 524288, 2048);
+  const LaunchPlan plan = PlanLaunch(g, p, arch);
+  ASSERT_EQ(plan.stages.size(), 1u);
+  const Stage& s = plan.stages[0];
+  EXPECT_TRUE(s.cooperative);
+  EXPECT_EQ(s.ctas_per_row, 128);
+  EXPECT_EQ(s.Grid(1), 128u);
+  EXPECT_EQ(s.args.buffer, 4096);
+  EXPECT_EQ(s.args.rounds, 256);
+  EXPECT_EQ(s.args.cache_cap, 128);
+  EXPECT_EQ(s.smem_bytes, (384 + 2 * 4096) * 4);
+  EXPECT_EQ(plan.workspace_bytes, (8 + 256 * 5 + 2 * 4096) * 4u);
+  EXPECT_EQ(PlanLaunch(g, Prob(DType::kF32, 3, 1024, 8), arch).workspace_bytes, 3 * plan.workspace_bytes);
+  // Every other family's plan needs no workspace.
+  const Problem many = Prob(DType::kF32, 64, 32768, 2048);
+  EXPECT_EQ(PlanLaunch(DefaultConfig(many, arch), many, arch).workspace_bytes, 0u);
+  const KernelSource src = GenerateSource(g);
+  EXPECT_EQ(src.name_expression, "topk::grid_topk_kernel<topk::grid::Policy<0, 256, 4>>");
+  EXPECT_NE(src.text.find("#include \"topk/grid/grid_select.cuh\""), std::string::npos);
+}
+
 }  // namespace topk::gen

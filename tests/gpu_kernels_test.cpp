@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "generator/config.hpp"
+#include "generator/grid.hpp"
 #include "generator/radix.hpp"
 #include "generator/resident.hpp"
 #include "generator/source.hpp"
@@ -159,6 +160,35 @@ std::vector<CaseSpec> ResidentCases(int64_t m) {
   return cases;
 }
 
+// Rows a grid kernel's CTAs hold (m keys, at most 524288 here), as many rows
+// as the SMs run at once (up to 3): full and part-full slices, unaligned
+// lengths and ranges, k at 1, mid, equal to and beyond the row, every
+// adversarial input, values, smallest, sorted, deterministic.
+std::vector<CaseSpec> GridCases(const gen::GridParams& g, int sm_count) {
+  const int64_t m = std::min<int64_t>(g.capacity(), 524288);
+  const int64_t rows = std::max(1, std::min(3, sm_count / g.ctas));
+  const int64_t k = std::min<int64_t>(m / 4, 2048);
+  return {
+      {rows, m, k, Dist::kNormal, true, false, true},
+      {rows, m - 3, 1, Dist::kAllEqual},
+      {rows, m, m / 2, Dist::kShifted, false, false, true},
+      {rows, m - 5, m - 5, Dist::kNormal},
+      {rows, m, m + 3, Dist::kNormal, true, false, true},
+      {rows, m, k, Dist::kSpecial, true, false, true},
+      {rows, m, k, Dist::kSpecial, false, true, true},
+      {rows, m - 1, k - 23, Dist::kTiesAtK, false},
+      {rows, m, 64, Dist::kFewDistinct, true, true, true},
+      {rows, m, k, Dist::kPlateau, true, true},
+      {rows, m, m / 3, Dist::kDistinct16, false, false, true},
+      {rows, m, k, Dist::kSorted},
+      {rows, m, k, Dist::kReversed, false},
+      {rows, m / 2 + 1, 10, Dist::kUniform},
+      {rows, m, k, Dist::kLogits, true, false, false, true},
+      {rows, m - 7, 50, Dist::kFewDistinct, false, true, false, false, true},
+      {rows, m, k, Dist::kShifted, true, true, true, false, true},
+  };
+}
+
 // Launch-argument settings tried for every block / cluster kernel.
 struct Knobs {
   const char* name;
@@ -253,6 +283,17 @@ class GpuKernelsTest : public ::testing::Test {
       }
       ++t->launches;
       Status st = tuner::RunAndCheck(*v, &it->second, nullptr);
+      if (st.ok() && v->own_workspace()) {
+        // Every launch leaves the workspace zero for the next one.
+        std::vector<uint32_t> ws(v->workspace_bytes() / 4);
+        auto d = jit::GetDriver();
+        ASSERT_TRUE(d.ok());
+        ASSERT_EQ((*d)->cuMemcpyDtoH(ws.data(), v->own_workspace(), ws.size() * 4), CUDA_SUCCESS);
+        const auto nz = std::find_if(ws.begin(), ws.end(), [](uint32_t w) { return w != 0; });
+        if (nz != ws.end())
+          st = Status(Code::kWrongResult, c.Id() + " " + key,
+                      "workspace word " + std::to_string(nz - ws.begin()) + " left nonzero");
+      }
       if (st.code() == Code::kWrongResult) {
         ++t->wrong;
         if (t->failures.size() < 40) t->failures.push_back(st.ToString() + " [" + (knobs ? knobs->name : c.Id()) + "]");
@@ -301,6 +342,17 @@ class GpuKernelsTest : public ::testing::Test {
               out.push_back(c);
               knobs_out->push_back(nullptr);
             }
+          }
+        // The grid family's recovery: a one-vector sample (the guess too
+        // high or too low) and room for 32 candidates (the k-th key's bin
+        // overflows).
+        if (has("candidates") && has("sample"))
+          for (const char* knob : {"sample", "candidates"}) {
+            Config c = base;
+            c.Set(knob, knob[0] == 's' ? 1 : 32);
+            if (!gen::Validate(c, info_.ToArch()).ok()) continue;
+            out.push_back(c);
+            knobs_out->push_back(nullptr);
           }
         // Both retry directions under each recovery: pure halving (0) and
         // the most steps along the sample (4), where the family has both.
@@ -388,6 +440,7 @@ class GpuKernelsTest : public ::testing::Test {
         RunVariant(vs[i], knobs[i],
                    k.family == "warp"       ? WarpCases(k.Get("items"))
                    : k.family == "resident" ? ResidentCases(gen::ResidentParams::Of(vs[i]).capacity())
+                   : k.family == "grid"     ? GridCases(gen::GridParams::Of(vs[i]), info_.sm_count)
                                             : BlockCases(subset_),
                    &cases, &t);
         if (HasFatalFailure()) return;
@@ -565,7 +618,7 @@ TEST_F(GpuKernelsTest, DeterministicModeTakesTheLowestIndexTiesInEveryFamily) {
   for (const auto& [name, n] : per_family) std::printf(" %s %d", name.c_str(), n);
   std::printf("\n");
   EXPECT_EQ(wrong, 0);
-  for (const char* name : {"radix", "warp", "filter", "resident"}) EXPECT_GT(per_family[name], 0) << name;
+  for (const char* name : {"radix", "warp", "filter", "resident", "grid"}) EXPECT_GT(per_family[name], 0) << name;
 }
 
 // The device's cluster counts (jit::QueryDevice: an empty kernel asking for a

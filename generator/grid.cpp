@@ -1,0 +1,220 @@
+#include "generator/grid.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "topk/args.h"
+
+namespace topk::gen {
+namespace {
+
+Status Broken(const std::string& constraint, const std::string& what) {
+  return Status(Code::kInvalidArgument, "constraint " + constraint, what);
+}
+
+// templates/topk/grid/grid_select.cuh: the shared words before the
+// candidates, a row's workspace words before its candidates, the sample's
+// most vectors.
+constexpr int kStaticWords = 256 + 128;
+constexpr int kRowWords = 8 + 256 * 5;
+constexpr int kMaxSample = 1024;
+constexpr int kMinSliceElements = 1024;  // enumeration: fewer per CTA is all barrier
+// The default's rows: one row of at least this many elements (below it one
+// CTA or a cluster wins: docs/PERFORMANCE.md, "A row over the grid").
+constexpr int64_t kDefaultShortestRow = 131072;
+constexpr int64_t kDefaultLongestRow = 1048576;
+constexpr int64_t kDefaultLeastK = 256;
+constexpr int64_t kDefaultMostK = 4096;
+
+const std::vector<ParamSpec>& Specs() {
+  static const std::vector<ParamSpec> specs = {
+      {"block_threads", "b", "threads per CTA", {256, 512}, true},
+      {"items", "i", "16-byte vectors of the slice a thread holds in registers", {1, 2, 4, 8}, true},
+      {"ctas", "g", "CTAs per row; every CTA of the launch resident at once (batch x ctas <= SMs)",
+       {8, 16, 32, 64, 128}, false},
+      {"sample", "s", "16-byte vectors of the row sampled for the threshold", {256, 1024}, false},
+      {"candidates", "c", "room per row for the k-th key's bin (8 bytes each in the workspace and shared memory)",
+       {4096}, false},
+  };
+  return specs;
+}
+
+class Grid final : public Family {
+ public:
+  const std::string& name() const override {
+    static const std::string n = "grid";
+    return n;
+  }
+  const std::string& summary() const override {
+    static const std::string s =
+        "a row over many CTAs of the grid (cooperative launch, a global workspace): one threshold from a sample, "
+        "the row read once into registers, the k-th key's bin ranked by the last CTA, an exact radix select over "
+        "the registers when the guess fails; for a few long rows";
+    return s;
+  }
+  const std::vector<ParamSpec>& params() const override { return Specs(); }
+
+  Status Validate(const Config& cfg, const Arch& arch) const override {
+    const GridParams c = GridParams::Of(cfg);
+    TOPK_RETURN_IF_ERROR(ValidateBlock(c.block_threads, arch));
+    if (c.block_threads < 64)
+      return Broken("block", "block_threads must be at least 64, got " + std::to_string(c.block_threads));
+    if (c.items < 1 || c.items > 8) return Broken("items", "items must be in [1, 8], got " + std::to_string(c.items));
+    if (c.ctas < 1 || c.ctas > arch.sm_count)
+      return Broken("ctas", "ctas must be in [1, " + std::to_string(arch.sm_count) + "] (the SMs: every CTA resident), got " +
+                                std::to_string(c.ctas));
+    if (c.sample < 1 || c.sample > kMaxSample)
+      return Broken("sample", "sample must be in [1, " + std::to_string(kMaxSample) + "] vectors, got " +
+                                  std::to_string(c.sample));
+    if (c.candidates < 32 || c.candidates > 16384)
+      return Broken("candidates", "candidates must be in [32, 16384], got " + std::to_string(c.candidates));
+    if (c.smem_bytes() + arch.static_smem_reserve > arch.max_smem_optin)
+      return Broken("candidates", std::to_string(c.candidates) + " candidates take " + std::to_string(c.smem_bytes()) +
+                                      " B of shared memory, more than a CTA can have");
+    return Status::Ok();
+  }
+
+  Status ValidateFor(const Config& cfg, const Arch& arch, const Problem& p) const override {
+    const GridParams c = GridParams::Of(cfg);
+    if (p.n > c.capacity())
+      return Broken("items", std::to_string(c.ctas) + " CTAs x " + std::to_string(c.block_threads) + " threads x " +
+                                 std::to_string(c.items) + " vectors hold rows up to " + std::to_string(c.capacity()) +
+                                 " elements, n is " + std::to_string(p.n) + " (more items or CTAs)");
+    if (p.batch * c.ctas > arch.sm_count)
+      return Broken("ctas", "batch " + std::to_string(p.batch) + " x " + std::to_string(c.ctas) +
+                                " CTAs a row must be at most the " + std::to_string(arch.sm_count) +
+                                " SMs: the cooperative launch runs every CTA at once");
+    return Status::Ok();
+  }
+
+  // Items for a row of n over `ctas` CTAs of `block` threads: the fewest
+  // enumerated that hold it, 0 when none does.
+  static int FitItems(DType dtype, int block, int ctas, int64_t n) {
+    for (int i : Specs()[1].values) {
+      GridParams g{dtype, block, i, ctas};
+      if (g.capacity() >= n) return i;
+    }
+    return 0;
+  }
+
+  std::vector<Config> Enumerate(const Problem& p, const Arch& arch, const SpaceOptions& opts) const override {
+    (void)opts;
+    std::vector<Config> out;
+    for (int ctas : Specs()[2].values) {
+      if (p.batch * ctas > arch.sm_count || p.n / ctas < kMinSliceElements) continue;
+      for (int b : Specs()[0].values) {
+        const int items = FitItems(p.dtype, b, ctas, p.n);
+        if (items == 0) continue;
+        for (int sample : Specs()[3].values) {
+          Config c = GridParams{p.dtype, b, items, ctas, sample, 4096}.ToConfig();
+          if (Validate(c, arch).ok() && ValidateFor(c, arch, p).ok()) out.push_back(std::move(c));
+        }
+      }
+    }
+    return out;
+  }
+
+  std::vector<Config> EnumerateKernels(DType dtype, const Arch& arch) const override {
+    std::vector<Config> out;
+    for (int b : Specs()[0].values)
+      for (int i : Specs()[1].values) {
+        Config c = GridParams{dtype, b, i}.ToConfig();
+        if (Validate(c, arch).ok()) out.push_back(std::move(c));
+      }
+    return out;
+  }
+
+  // One fp32 row of 131072 to 1048576 elements, k 256 to 4096 (the DSA
+  // indexer's long rows): 512 threads a CTA, 128 CTAs from 262144 elements
+  // where the GPU has the SMs, else 64. H100, k 2048, ranges, L2-hot, each
+  // verified exact, against the resident default in the same run (normal /
+  // shifted / plateau / 16 values, us): 1 x 524288 14.24 / 13.91 / 14.34 /
+  // 10.91 against 24.55 / 27.65 / 27.47 / 26.23 (256 threads: 15.28 on
+  // normal rows); 1 x 131072 12.02 / 12.60 / 12.71 / 9.34 against 12.58 /
+  // 14.93 / 12.78 / 12.33 (docs/PERFORMANCE.md, "The grid family").
+  std::optional<Config> Default(const Problem& p, const Arch& arch) const override {
+    if (p.batch != 1 || p.dtype != DType::kF32 || p.n < kDefaultShortestRow || p.n > kDefaultLongestRow ||
+        p.k < kDefaultLeastK || p.k > kDefaultMostK)
+      return std::nullopt;
+    const int ctas = p.n >= 2 * kDefaultShortestRow && arch.sm_count >= 128 ? 128 : 64;
+    if (ctas > arch.sm_count) return std::nullopt;
+    const int items = FitItems(p.dtype, 512, ctas, p.n);
+    if (items == 0) return std::nullopt;
+    const Config c = GridParams{p.dtype, 512, items, ctas, 256, 4096}.ToConfig();
+    if (!Validate(c, arch).ok() || !ValidateFor(c, arch, p).ok()) return std::nullopt;
+    return c;
+  }
+
+  std::string KernelKey(const Config& cfg) const override {
+    const GridParams c = GridParams::Of(cfg);
+    std::ostringstream s;
+    s << "grid_" << DTypeName(c.dtype) << "_b" << c.block_threads << "_i" << c.items;
+    return s.str();
+  }
+
+  std::vector<KernelSource> Sources(const Config& cfg) const override {
+    const GridParams c = GridParams::Of(cfg);
+    std::ostringstream pol;
+    pol << "topk::grid::Policy<" << static_cast<int>(c.dtype) << ", " << c.block_threads << ", " << c.items << ">";
+    KernelSource s;
+    s.key = KernelKey(cfg);
+    s.file_name = s.key + ".cu";
+    s.name_expression = "topk::grid_topk_kernel<" + pol.str() + ">";
+    std::ostringstream t;
+    t << "// Generated by topk-tune: kernel " << s.key << ".\n"
+      << "#include \"topk/grid/grid_select.cuh\"\n\n"
+      << "namespace topk_generated {\n"
+      << "using P = " << pol.str() << ";\n"
+      << "static_assert(P::kStaticWords == " << kStaticWords << ", \"host and template disagree on shared memory\");\n"
+      << "static_assert(topk::grid::kRowWords == " << kRowWords << ", \"host and template disagree on the workspace\");\n"
+      << "static_assert(topk::grid::kMaxSample == " << kMaxSample << ", \"host and template disagree on the sample\");\n"
+      << "static_assert(sizeof(TopkArgs) == " << TOPK_ARGS_SIZE << ", \"TopkArgs layout\");\n"
+      << "}  // namespace topk_generated\n\n"
+      << "template __global__ void " << s.name_expression << "(TopkArgs);\n";
+    s.text = t.str();
+    return {FinishSource(std::move(s))};
+  }
+
+  LaunchPlan Plan(const Config& cfg, const Problem& p, const Arch& arch, int max_cache_keys) const override {
+    (void)arch, (void)max_cache_keys;
+    const GridParams c = GridParams::Of(cfg);
+    Stage s;
+    s.block = static_cast<unsigned>(c.block_threads);
+    s.ctas_per_row = c.ctas;
+    s.cooperative = true;
+    s.smem_bytes = c.smem_bytes();
+    s.args.buffer = c.candidates;
+    s.args.rounds = c.sample;
+    s.args.cache_cap = c.ctas;
+    s.args.smem_bytes = c.smem_bytes();
+    LaunchPlan plan{{s}};
+    plan.workspace_bytes = c.workspace_bytes(p.batch);
+    return plan;
+  }
+};
+
+}  // namespace
+
+int GridParams::smem_bytes() const { return (kStaticWords + 2 * candidates) * 4; }
+
+size_t GridParams::workspace_bytes(int64_t batch) const {
+  return static_cast<size_t>(batch) * static_cast<size_t>(kRowWords + 2 * candidates) * 4;
+}
+
+GridParams GridParams::Of(const Config& c) {
+  return GridParams{c.dtype,        c.Get("block_threads"), c.Get("items"), c.Get("ctas"),
+                    c.Get("sample"), c.Get("candidates")};
+}
+
+Config GridParams::ToConfig() const {
+  Config c;
+  c.family = "grid";
+  c.dtype = dtype;
+  c.params = {{"block_threads", block_threads}, {"items", items},           {"ctas", ctas},
+              {"sample", sample},               {"candidates", candidates}};
+  return c;
+}
+
+std::shared_ptr<const Family> MakeGridFamily() { return std::make_shared<Grid>(); }
+
+}  // namespace topk::gen

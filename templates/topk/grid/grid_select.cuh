@@ -1,0 +1,573 @@
+// The grid family: one row spread over G CTAs of the grid (more than a
+// thread-block cluster holds), which meet through a global workspace.
+//
+// Per row, every one of its G CTAs:
+//   1. reads the same sample of the row (evenly spaced 16-byte vectors) and
+//      finds a lower bound t of its rank-r key, r the sample's share of k
+//      plus a margin: every CTA gets the same t without talking to the
+//      others;
+//   2. reads its slice of the row once into registers, counts the keys above
+//      t and equal to it, and adds a 256-bin histogram of the keys above t
+//      (over the sample's span above t) to the row's;
+//   3. meets the others at a grid barrier, finds the k-th key's bin in the
+//      row's histogram, writes its keys above that bin straight to the output
+//      and gathers the keys in it into the workspace; the CTA that takes the
+//      last ticket ranks that bin (a few dozen keys on a normal row) and
+//      finishes the row.
+// A guess that fails (fewer than k keys at or above t, or a k-th bin larger
+// than the workspace's candidate room) sends every CTA of the row through an
+// exact radix select over the keys they hold in registers, one 8-bit digit a
+// grid barrier: exact, and a few microseconds slower. The last CTA zeroes
+// the row's counters and the candidates it read, so the workspace is zero
+// again after every launch.
+//
+// Launched cooperatively (every CTA resident: the barriers wait for all of
+// them). TopkArgs: buffer = candidate room per row, rounds = sample vectors,
+// cache_cap = CTAs per row, workspace = kRowWords + 2 x buffer words a row.
+#pragma once
+#include "topk/args.h"
+#include "topk/keys.cuh"
+#include "topk/row.cuh"
+#include "topk/types.cuh"
+
+namespace topk {
+namespace grid {
+
+constexpr int kDigit = 8;
+constexpr int kBins = 1 << kDigit;
+constexpr int kShWords = 128;  // scalars (0..15, 48..49), a small bin's list (16..47), warp sums (64..127)
+constexpr int kMaxSample = 1024;  // sample vectors
+constexpr int kRecoveryHists = 4;  // the recovery's digit passes, one histogram each (32-bit keys: 4)
+// Per row: 8 counters, the threshold pass's histogram and the recovery's,
+// then the candidates' keys and columns (2 x TopkArgs::buffer words).
+constexpr int kRowWords = 8 + kBins * (1 + kRecoveryHists);
+enum Counter { kTicket = 0, kAbove, kEq, kArrive, kOutN, kTieN, kBinN };
+// The threshold's margin: standard deviations of the sample's count above
+// the rank-r key (a normal row's top keys fall in a binomial).
+constexpr float kSigmas = 4.5f;
+
+template <int DTYPE, int BLOCK, int VPT>
+struct Policy {
+  static constexpr int kDType = DTYPE;
+  static constexpr int kBlock = BLOCK;
+  static constexpr int kVpt = VPT;  // 16-byte vectors of the slice a thread holds
+  static constexpr int kVec = Keys<DTYPE>::kVec;
+  static constexpr int kBits = Keys<DTYPE>::kBits;
+  static constexpr int kSampleVecs = (kMaxSample + BLOCK - 1) / BLOCK;  // a thread's sample vectors
+  static constexpr int kStaticWords = kBins + kShWords;  // dynamic shared memory before the candidates
+  static_assert(BLOCK % 32 == 0 && BLOCK >= 64 && BLOCK <= 1024, "block");
+};
+
+__device__ __forceinline__ u32 atomic_add_release(u32* p, u32 v) {
+  u32 old;
+  asm volatile("atom.add.release.gpu.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+}
+__device__ __forceinline__ u32 atomic_add_acq_rel(u32* p, u32 v) {
+  u32 old;
+  asm volatile("atom.add.acq_rel.gpu.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+}
+__device__ __forceinline__ u32 load_acquire(const u32* p) {
+  u32 v;
+  asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ u32 load_cg(const u32* p) {
+  u32 v;
+  asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(v) : "l"(p));
+  return v;
+}
+
+// Every thread of the CTA: waits until `target` arrivals of the row's CTAs
+// (this one's included). Each thread's global writes and atomics before it
+// are visible to every CTA after it: the CTA barrier orders them before
+// thread 0's release, whose acquire by the others the CTA barrier after it
+// passes on (the pattern of a cooperative grid sync).
+__device__ __forceinline__ void grid_barrier(u32* arrive, u32 target) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    atomic_add_release(arrive, 1u);
+    while (load_acquire(arrive) < target) {
+    }
+  }
+  __syncthreads();
+}
+
+// A slot from counter *c for each lane with `take`: one atomic a warp.
+// Every lane calls it.
+__device__ __forceinline__ u32 warp_slot(u32* c, bool take) {
+  const u32 m = __ballot_sync(kFullMask, take);
+  const int lane = threadIdx.x & 31;
+  u32 base = 0;
+  if (m != 0 && lane == __ffs(m) - 1) base = atomicAdd(c, static_cast<u32>(__popc(m)));
+  base = __shfl_sync(kFullMask, base, m != 0 ? __ffs(m) - 1 : 0);
+  return base + __popc(m & ((1u << lane) - 1u));
+}
+
+// Slots for this thread's m1 and m2 items in global counters *c1 and *c2,
+// one atomic per CTA each; returns the first slots. ws: 64 words of shared
+// scratch, base: two. Every thread calls it; two barriers.
+__device__ uint2 cta_slots(u32* c1, u32 m1, u32* c2, u32 m2, u32* ws, u32* base) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  u32 i1 = m1, i2 = m2;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const u32 o1 = __shfl_up_sync(kFullMask, i1, d), o2 = __shfl_up_sync(kFullMask, i2, d);
+    if (lane >= d) i1 += o1, i2 += o2;
+  }
+  if (lane == 31) ws[warp] = i1, ws[32 + warp] = i2;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    u32 s1 = 0, s2 = 0;
+    for (int w = 0; w < static_cast<int>(blockDim.x >> 5); ++w) {
+      const u32 a = ws[w], b = ws[32 + w];
+      ws[w] = s1, ws[32 + w] = s2;
+      s1 += a, s2 += b;
+    }
+    base[0] = s1 ? atomicAdd(c1, s1) : 0u;
+    base[1] = s2 ? atomicAdd(c2, s2) : 0u;
+  }
+  __syncthreads();
+  return make_uint2(base[0] + ws[warp] + i1 - m1, base[1] + ws[32 + warp] + i2 - m2);
+}
+
+// A histogram of kBins counters in shared memory.
+struct Hist {
+  u32* h;
+  __device__ void clear() const {
+    for (int i = threadIdx.x; i < kBins; i += blockDim.x) h[i] = 0;
+  }
+  __device__ __forceinline__ void add(u32 bin) const { atomicAdd(&h[bin], 1u); }
+  // Warp 0: the bin holding rank *rank (1 = largest) among the first `bins`
+  // counters, from the top; writes it to *bin, its count to *in_bin, and
+  // leaves in *rank the rank within the bin. The caller puts a barrier after.
+  __device__ void find(int bins, u32* rank, u32* bin, u32* in_bin) const {
+    if (threadIdx.x >= 32) return;
+    constexpr int kPer = kBins / 32;
+    const int lane = threadIdx.x;
+    const int top = bins - 1 - lane * kPer;  // this lane's bins: top, top - 1, ... (those >= 0)
+    u32 sum = 0;
+#pragma unroll 8
+    for (int j = 0; j < kPer; ++j) sum += top - j >= 0 ? h[top - j] : 0u;
+    const u32 incl = warp_inclusive_prefix(sum);
+    const u32 r = *rank;
+    const u32 excl = incl - sum;
+    const u32 ballot = __ballot_sync(kFullMask, excl < r && r <= incl);
+    if (ballot != 0 && lane == __ffs(ballot) - 1) {
+      u32 above = excl;
+      for (int j = 0; j < kPer; ++j) {
+        const u32 c = h[top - j];
+        if (above + c >= r) {
+          *bin = top - j;
+          *in_bin = c;
+          *rank = r - above;
+          break;
+        }
+        above += c;
+      }
+    }
+    __syncwarp();
+  }
+};
+
+// The rank-th largest (1 = largest) of the values the threads hold, all
+// below 2^bits: digit passes of up to kDigit bits from the top; with
+// stop_left > 0 the passes stop with that many low bits left and the result
+// is the low end of the bin holding the rank-th value (a lower bound of it)
+// unless a bin of at most 32 values resolved it first. for_each(f) calls
+// f(x) on each of this thread's values. sh[0..1], sh[10..11], sh[16..47]:
+// scratch; sh[0] ends as the rank within the result's ties (or its bin).
+template <class ForEach>
+__device__ u32 select_digits(const ForEach& for_each, int bits, u32 rank, const Hist& hist, u32* sh,
+                             int stop_left) {
+  if (threadIdx.x == 0) sh[0] = rank;
+  u32 prefix = 0;
+#pragma unroll 1
+  for (int left = bits; left > stop_left;) {
+    const int width = min(kDigit, left), shift = left - width;
+    const u32 high = shift + width >= 32 ? 0u : ~0u << (shift + width);  // the digits already fixed
+    const u32 mask = (1u << width) - 1u;
+    hist.clear();
+    if (threadIdx.x == 0) sh[10] = 0;
+    __syncthreads();
+    for_each([&](u32 x) {
+      if (((x ^ prefix) & high) == 0) hist.add((x >> shift) & mask);
+    });
+    __syncthreads();
+    hist.find(1 << width, &sh[0], &sh[1], &sh[11]);
+    __syncthreads();
+    const u32 in_bin = sh[11];
+    prefix |= sh[1] << shift;
+    left = shift;
+    if (left > stop_left && in_bin <= 32) {
+      // At most 32 values in the bin: one warp ranks them among themselves.
+      u32* list = sh + 16;
+      for_each([&](u32 x) {
+        if (((x ^ prefix) >> shift) == 0) list[atomicAdd(&sh[10], 1u)] = x;
+      });
+      __syncthreads();
+      if (threadIdx.x < 32) {
+        const int lane = threadIdx.x;
+        const u32 v = lane < static_cast<int>(in_bin) ? list[lane] : 0u;
+        u32 gt = 0, before = 0;
+        for (int j = 0; j < static_cast<int>(in_bin); ++j) {
+          const u32 o = __shfl_sync(kFullMask, v, j);
+          gt += o > v;
+          before += o == v && j < lane;
+        }
+        const u32 r = sh[0];
+        if (lane < static_cast<int>(in_bin) && gt + before + 1 == r) sh[1] = v, sh[0] = r - gt;
+      }
+      __syncthreads();
+      const u32 res = sh[1];
+      __syncthreads();
+      return res;
+    }
+  }
+  return prefix;
+}
+
+// A CTA's slice of a row: keys in registers, positions relative to the
+// range's start.
+template <class P>
+struct Slice {
+  using K = Keys<P::kDType>;
+  u32 key[P::kVpt * P::kVec];
+  int v_begin, v_end;  // the slice's vectors (kVec elements each) of the range
+  int len;             // the range's length
+
+  __device__ __forceinline__ int pos(int j, int e) const {
+    return (v_begin + j * P::kBlock + static_cast<int>(threadIdx.x)) * P::kVec + e;
+  }
+  __device__ __forceinline__ bool valid(int j, int e) const {
+    const int v = v_begin + j * P::kBlock + static_cast<int>(threadIdx.x);
+    return v < v_end && v * P::kVec + e < len;
+  }
+};
+
+// Loads vector v (kVec elements from position v * kVec) of the range at
+// `base` as keys; elements at or past `len` get key 0 (the caller masks them).
+template <class P>
+__device__ __forceinline__ void load_vec(const typename Keys<P::kDType>::Raw* base, bool aligned, int v, int len,
+                                         u32 flip, u32* out) {
+  using K = Keys<P::kDType>;
+  const int p0 = v * P::kVec;
+  if (aligned && p0 + P::kVec <= len) {
+    const uint4 q = __ldg(reinterpret_cast<const uint4*>(base + p0));
+    const u32 w[4] = {q.x, q.y, q.z, q.w};
+    if (P::kVec == 4) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) out[e] = K::key_flip(w[e], flip);
+    } else {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) out[e] = K::key_flip((w[e >> 1] >> (16 * (e & 1))) & 0xffffu, flip);
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < P::kVec; ++e)
+      out[e] = p0 + e < len ? K::key_flip(static_cast<u32>(base[p0 + e]), flip) : 0u;
+  }
+}
+
+// The whole kernel (grid_topk_kernel below is its entry point).
+template <class P>
+__device__ __forceinline__ void grid_select(const TopkArgs& a) {
+  using K = Keys<P::kDType>;
+  using Raw = typename K::Raw;
+  extern __shared__ u32 smem[];
+  const Hist hist{smem};
+  u32* sh = smem + kBins;
+  u32* fin_key = sh + kShWords;
+  int* fin_idx = reinterpret_cast<int*>(fin_key + a.buffer);
+  const int G = a.cache_cap;
+  const int row = blockIdx.x / G, part = blockIdx.x % G;
+  if (row >= a.batch) return;
+  const RowRange range = row_range(a, row);
+  const int len = range.end - range.start;
+  const Raw* rowp = static_cast<const Raw*>(a.input) + static_cast<long long>(row) * a.row_stride;
+  const Raw* base = rowp + range.start;
+  int* out = a.out_idx + static_cast<long long>(row) * a.k;
+  Raw* outv = (a.flags & TOPK_FLAG_VALUES) ? static_cast<Raw*>(a.out_val) + static_cast<long long>(row) * a.k : nullptr;
+  const u32 k = static_cast<u32>(a.k);
+  if (len <= a.k) {  // the whole range, then padding: no workspace
+    take_whole_range(rowp, range, out, outv, part * P::kBlock + threadIdx.x, G * P::kBlock, a.k,
+                     static_cast<Raw>(K::kLowest));
+    return;
+  }
+  const u32 flip = (a.flags & TOPK_FLAG_SMALLEST) ? (P::kBits == 32 ? ~0u : 0xffffu) : 0u;
+  const bool aligned = (reinterpret_cast<unsigned long long>(base) & 15u) == 0;
+  u32* ws = static_cast<u32*>(a.workspace) + static_cast<long long>(row) * (kRowWords + 2 * a.buffer);
+  u32* ctr = ws;
+  u32* row_hist = ws + 8;
+  u32* cand_key = ws + kRowWords;
+  int* cand_idx = reinterpret_cast<int*>(cand_key + a.buffer);
+  const int lane = threadIdx.x & 31;
+  if (threadIdx.x == 0) sh[12] = 0, sh[13] = 0, sh[14] = 0;
+
+  // 1. The sample's lower bound t of its rank-r key, the same in every CTA.
+  const int full = len / P::kVec;  // whole vectors in the range
+  const int S = min(a.rounds, full);
+  u32 skey[P::kSampleVecs * P::kVec];
+  int scount = 0;
+  if (S > 0) {
+    const int spacing = full / S;
+#pragma unroll
+    for (int j = 0; j < P::kSampleVecs; ++j) {
+      const int i = threadIdx.x + j * P::kBlock;
+      if (i < S) {
+        load_vec<P>(base, aligned, i * spacing, len, flip, &skey[j * P::kVec]);
+        scount = (j + 1) * P::kVec;
+      }
+    }
+  }
+  u32 t = 0;
+  if (S > 0) {
+    const float m = static_cast<float>(S) * P::kVec;
+    const float c = static_cast<float>(k) * m / static_cast<float>(len);
+    const u32 r = static_cast<u32>(fmaxf(1.f, fminf(m, ceilf(c + kSigmas * sqrtf(c) + 3.f))));
+    t = select_digits(
+        [&](auto f) {
+#pragma unroll
+          for (int i = 0; i < P::kSampleVecs * P::kVec; ++i)
+            if (i < scount) f(skey[i]);
+        },
+        P::kBits, r, hist, sh, P::kBits / 2);
+  }
+  __syncthreads();  // sh[12..14] zeroed above (no select: no barrier yet)
+
+  // 2. The slice, its counts above and at t, and its histogram above t.
+  Slice<P> s;
+  s.len = len;
+  const int nvec = (len + P::kVec - 1) / P::kVec;
+  const int per = (nvec + G - 1) / G;
+  s.v_begin = min(nvec, part * per);
+  s.v_end = min(nvec, s.v_begin + per);
+#pragma unroll
+  for (int j = 0; j < P::kVpt; ++j) {
+    const int v = s.v_begin + j * P::kBlock + threadIdx.x;
+    if (v < s.v_end) {
+      load_vec<P>(base, aligned, v, len, flip, &s.key[j * P::kVec]);
+    } else {
+#pragma unroll
+      for (int e = 0; e < P::kVec; ++e) s.key[j * P::kVec + e] = 0;
+    }
+  }
+  const u32 lo = t + 1;  // every key above t is at least lo (t < the largest key: t is a sample key's bin floor)
+  u32 mx = 0;
+#pragma unroll
+  for (int i = 0; i < P::kSampleVecs * P::kVec; ++i)
+    if (i < scount && skey[i] > t) mx = max(mx, skey[i] - lo);
+  mx = __reduce_max_sync(kFullMask, mx);
+  if (lane == 0 && mx != 0) atomicMax(&sh[12], mx);
+  u32 n_above = 0, n_eq = 0;
+#pragma unroll
+  for (int j = 0; j < P::kVpt; ++j)
+#pragma unroll
+    for (int e = 0; e < P::kVec; ++e) {
+      const u32 x = s.key[j * P::kVec + e];
+      const bool ok = s.valid(j, e);
+      n_above += ok && x > t;
+      n_eq += ok && x == t;
+    }
+  hist.clear();
+  __syncthreads();
+  const u32 span = sh[12];
+  const int shift = max((span == 0 ? 0 : 32 - __clz(span)) - kDigit, 0);
+  auto digit = [&](u32 x) { return min(static_cast<u32>(kBins - 1), (x - lo) >> shift); };
+#pragma unroll
+  for (int j = 0; j < P::kVpt; ++j)
+#pragma unroll
+    for (int e = 0; e < P::kVec; ++e) {
+      const u32 x = s.key[j * P::kVec + e];
+      if (x > t && s.valid(j, e)) hist.add(digit(x));
+    }
+  const u32 wa = __reduce_add_sync(kFullMask, n_above), we = __reduce_add_sync(kFullMask, n_eq);
+  if (lane == 0 && (wa | we)) atomicAdd(&sh[13], wa), atomicAdd(&sh[14], we);
+  __syncthreads();
+  for (int i = threadIdx.x; i < kBins; i += P::kBlock)
+    if (hist.h[i]) atomicAdd(&row_hist[i], hist.h[i]);
+  if (threadIdx.x == 0) {
+    if (sh[13]) atomicAdd(&ctr[kAbove], sh[13]);
+    if (sh[14]) atomicAdd(&ctr[kEq], sh[14]);
+  }
+
+  // 3. The grid barrier, then the row's counts and histogram.
+  grid_barrier(&ctr[kArrive], static_cast<u32>(G));
+  for (int i = threadIdx.x; i < kBins; i += P::kBlock) hist.h[i] = load_cg(&row_hist[i]);
+  const u32 A = load_cg(&ctr[kAbove]), E = load_cg(&ctr[kEq]);
+  bool miss = A + E < k;
+  u32 b = 0, rb = 0, cb = 0;
+  u32* wsum = sh + 64;
+  auto emit = [&](int p, u32 slot) {
+    out[slot] = range.start + p;
+    if (outv) outv[slot] = base[p];
+  };
+  if (!miss && A < k) {
+    // Every key above t, then ties with t up to k.
+    __syncthreads();
+    uint2 slot = cta_slots(&ctr[kOutN], n_above, &ctr[kTieN], n_eq, wsum, &sh[48]);
+#pragma unroll
+    for (int j = 0; j < P::kVpt; ++j)
+#pragma unroll
+      for (int e = 0; e < P::kVec; ++e) {
+        const u32 x = s.key[j * P::kVec + e];
+        const bool ok = s.valid(j, e);
+        if (ok && x > t) emit(s.pos(j, e), slot.x++);
+        if (ok && x == t) {
+          if (slot.y < k - A) emit(s.pos(j, e), A + slot.y);
+          ++slot.y;
+        }
+      }
+  } else if (!miss) {
+    // The k-th key's bin b: keys above it straight out, those in it gathered.
+    __syncthreads();
+    if (threadIdx.x == 0) sh[0] = k;
+    __syncthreads();
+    hist.find(kBins, &sh[0], &sh[1], &sh[11]);
+    __syncthreads();
+    b = sh[1], rb = sh[0], cb = sh[11];
+    miss = cb > static_cast<u32>(a.buffer);
+    if (!miss) {
+      u32 m1 = 0, m2 = 0;
+#pragma unroll
+      for (int j = 0; j < P::kVpt; ++j)
+#pragma unroll
+        for (int e = 0; e < P::kVec; ++e) {
+          const u32 x = s.key[j * P::kVec + e];
+          const bool in = x > t && s.valid(j, e);
+          const u32 d = in ? digit(x) : 0u;
+          m1 += in && d > b;
+          m2 += in && d == b;
+        }
+      uint2 slot = cta_slots(&ctr[kOutN], m1, &ctr[kBinN], m2, wsum, &sh[48]);
+      if (m1 | m2) {
+#pragma unroll
+        for (int j = 0; j < P::kVpt; ++j)
+#pragma unroll
+          for (int e = 0; e < P::kVec; ++e) {
+            const u32 x = s.key[j * P::kVec + e];
+            const bool in = x > t && s.valid(j, e);
+            const u32 d = in ? digit(x) : 0u;
+            if (in && d > b) emit(s.pos(j, e), slot.x++);
+            if (in && d == b) cand_key[slot.y] = x, cand_idx[slot.y] = s.pos(j, e), ++slot.y;
+          }
+      }
+    }
+  }
+  if (miss) {
+    // 4'. The guess failed on this row (every CTA sees it alike): an exact
+    // radix select over the slices' registers, one digit a grid barrier,
+    // each pass with a histogram of its own.
+    u32 prefix = 0, rank = k;
+    constexpr int kPasses = P::kBits / kDigit;
+#pragma unroll 1
+    for (int pass = 0; pass < kPasses; ++pass) {
+      const int sh_d = P::kBits - kDigit * (pass + 1);
+      u32* rh = ws + 8 + kBins * (1 + pass);
+      __syncthreads();
+      hist.clear();
+      __syncthreads();
+#pragma unroll
+      for (int j = 0; j < P::kVpt; ++j)
+#pragma unroll
+        for (int e = 0; e < P::kVec; ++e) {
+          const u32 x = s.key[j * P::kVec + e];
+          const bool match = pass == 0 || ((x ^ prefix) >> (sh_d + kDigit)) == 0;
+          if (match && s.valid(j, e)) hist.add((x >> sh_d) & (kBins - 1));
+        }
+      __syncthreads();
+      for (int i = threadIdx.x; i < kBins; i += P::kBlock)
+        if (hist.h[i]) atomicAdd(&rh[i], hist.h[i]);
+      grid_barrier(&ctr[kArrive], static_cast<u32>(G) * (2 + pass));
+      for (int i = threadIdx.x; i < kBins; i += P::kBlock) hist.h[i] = load_cg(&rh[i]);
+      if (threadIdx.x == 0) sh[0] = rank;
+      __syncthreads();
+      hist.find(kBins, &sh[0], &sh[1], &sh[11]);
+      __syncthreads();
+      prefix |= sh[1] << sh_d;
+      rank = sh[0];
+    }
+    // prefix is the k-th key; `rank` of its ties are taken.
+    const u32 above = k - rank;
+    u32 m1 = 0, m2 = 0;
+#pragma unroll
+    for (int j = 0; j < P::kVpt; ++j)
+#pragma unroll
+      for (int e = 0; e < P::kVec; ++e) {
+        const u32 x = s.key[j * P::kVec + e];
+        const bool ok = s.valid(j, e);
+        m1 += ok && x > prefix;
+        m2 += ok && x == prefix;
+      }
+    __syncthreads();
+    uint2 slot = cta_slots(&ctr[kOutN], m1, &ctr[kTieN], m2, wsum, &sh[48]);
+#pragma unroll
+    for (int j = 0; j < P::kVpt; ++j)
+#pragma unroll
+      for (int e = 0; e < P::kVec; ++e) {
+        const u32 x = s.key[j * P::kVec + e];
+        const bool ok = s.valid(j, e);
+        if (ok && x > prefix) emit(s.pos(j, e), slot.x++);
+        if (ok && x == prefix) {
+          if (slot.y < rank) emit(s.pos(j, e), above + slot.y);
+          ++slot.y;
+        }
+      }
+  }
+
+  // 5. The last CTA to finish ranks the gathered bin and zeroes the row's
+  // counters and histograms.
+  __syncthreads();
+  if (threadIdx.x == 0) sh[4] = atomic_add_acq_rel(&ctr[kTicket], 1u) == static_cast<u32>(G - 1);
+  __syncthreads();
+  if (!sh[4]) return;
+  if (!miss && A >= k) {
+    for (u32 i = threadIdx.x; i < cb; i += P::kBlock) {
+      fin_key[i] = load_cg(cand_key + i), fin_idx[i] = static_cast<int>(load_cg(reinterpret_cast<u32*>(cand_idx + i)));
+      cand_key[i] = 0, cand_idx[i] = 0;  // the workspace zero again
+    }
+    __syncthreads();
+    // The rb-th largest of the bin's keys: digits of their offset from the
+    // bin's floor.
+    const u32 floor = lo + (b << shift);
+    u32 m = 0;
+    for (u32 i = threadIdx.x; i < cb; i += P::kBlock) m = max(m, fin_key[i] - floor);
+    m = __reduce_max_sync(kFullMask, m);
+    if (threadIdx.x == 0) sh[7] = 0;
+    __syncthreads();
+    if (lane == 0) atomicMax(&sh[7], m);
+    __syncthreads();
+    const u32 bspan = sh[7];
+    const int bits = bspan == 0 ? 1 : 32 - __clz(bspan);
+    const u32 kth = floor + select_digits(
+                                [&](auto f) {
+                                  for (u32 i = threadIdx.x; i < cb; i += P::kBlock) f(fin_key[i] - floor);
+                                },
+                                bits, rb, hist, sh, 0);
+    const u32 ties_needed = sh[0], first = k - rb;  // first: the keys above the bin
+    __syncthreads();
+    if (threadIdx.x == 0) sh[5] = 0, sh[6] = 0;
+    __syncthreads();
+    for (u32 i0 = 0; i0 < cb; i0 += P::kBlock) {
+      const u32 i = i0 + threadIdx.x;
+      const u32 x = i < cb ? fin_key[i] : 0u;
+      const u32 pa = warp_slot(&sh[5], i < cb && x > kth);
+      const u32 pe = warp_slot(&sh[6], i < cb && x == kth);
+      if (i < cb && x > kth) emit(fin_idx[i], first + pa);
+      if (i < cb && x == kth && pe < ties_needed) emit(fin_idx[i], first + (rb - ties_needed) + pe);
+    }
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < kBins * (1 + kRecoveryHists); i += P::kBlock) row_hist[i] = 0;
+  if (threadIdx.x < 8) ctr[threadIdx.x] = 0;
+}
+
+}  // namespace grid
+
+template <class P>
+__global__ void __launch_bounds__(P::kBlock) grid_topk_kernel(TopkArgs a) {
+  grid::grid_select<P>(a);
+}
+
+}  // namespace topk
