@@ -152,6 +152,7 @@ struct Hist {
     for (int j = 0; j < kPer; ++j) sum += top - j >= 0 ? h[top - j] : 0u;
     const u32 incl = warp_inclusive_prefix(sum);
     const u32 r = *rank;
+    __syncwarp();  // every lane has read *rank before one lane writes it
     const u32 excl = incl - sum;
     const u32 ballot = __ballot_sync(kFullMask, excl < r && r <= incl);
     if (ballot != 0 && lane == __ffs(ballot) - 1) {
@@ -217,6 +218,7 @@ __device__ u32 select_digits(const ForEach& for_each, int bits, u32 rank, const 
           before += o == v && j < lane;
         }
         const u32 r = sh[0];
+        __syncwarp();  // every lane has read sh[0] before one lane writes it
         if (lane < static_cast<int>(in_bin) && gt + before + 1 == r) sh[1] = v, sh[0] = r - gt;
       }
       __syncthreads();
