@@ -8,10 +8,10 @@ __global__ void EmptyKernel() {}
 
 // Takes one by-value struct of the size of the topk kernels' TopkArgs, as
 // Plan::Run's launches do.
-struct Params72 {
-  unsigned long long w[9];
+struct Params80 {
+  unsigned long long w[10];
 };
-__global__ void EmptyKernelParams(Params72) {}
+__global__ void EmptyKernelParams(Params80) {}
 }  // namespace
 
 cudaError_t LaunchEmptyKernel(cudaStream_t stream) {
@@ -26,7 +26,7 @@ int LaunchEmptyKernelDriver(cudaStream_t stream) {
     return reinterpret_cast<CUfunction>(g);
   }();
   if (!f) return -1;
-  Params72 p = {};
+  Params80 p = {};
   void* params[] = {&p};
   return static_cast<int>(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, reinterpret_cast<CUstream>(stream), params, nullptr));
 }

@@ -7,7 +7,7 @@ namespace topk::bench {
 // <<<1, 32>>> of a kernel without parameters (runtime API).
 cudaError_t LaunchEmptyKernel(cudaStream_t stream);
 // cuLaunchKernel (driver API, as Plan::Run launches) of an empty kernel that
-// takes a 72-byte struct like TopkArgs; 0 or a CUresult, -1 when the
+// takes an 80-byte struct like TopkArgs; 0 or a CUresult, -1 when the
 // function could not be looked up.
 int LaunchEmptyKernelDriver(cudaStream_t stream);
 }  // namespace topk::bench

@@ -9,7 +9,7 @@
 //         bursts (not timed) so that a full launch queue never stalls the
 //         host; the same for bare launches of an empty kernel, the floor
 //         any launch pays: cudaLaunchKernel, and cuLaunchKernel with a
-//         72-byte argument like the one Plan::Run passes.
+//         80-byte argument like the one Plan::Run passes.
 //
 //   topk-runtime-cost [--dir /tmp] [--calls 10000] [--burst 250]
 // Prints a table and exits 0; exits 3 without a GPU, 1 on a failed call.
@@ -196,7 +196,7 @@ int main(int argc, char** argv) {
   print("cudaLaunchKernel, empty kernel", TimeHost(calls, burst, s, [&] {
           Check(topk::bench::LaunchEmptyKernel(s), "LaunchEmptyKernel");
         }));
-  print("cuLaunchKernel, empty kernel, 72-byte argument", TimeHost(calls, burst, s, [&] {
+  print("cuLaunchKernel, empty kernel, 80-byte argument", TimeHost(calls, burst, s, [&] {
           const int r = topk::bench::LaunchEmptyKernelDriver(s);
           if (r != 0) {
             std::fprintf(stderr, "topk-runtime-cost: cuLaunchKernel of the empty kernel failed (%d)\n", r);

@@ -20,7 +20,7 @@ constexpr int kRowWords = 8 + 256 * 5;
 constexpr int kMaxSample = 1024;
 constexpr int kMinSliceElements = 1024;  // enumeration: fewer per CTA is all barrier
 // The default's rows: one row of at least this many elements (below it one
-// CTA or a cluster wins: docs/PERFORMANCE.md, "A row over the grid").
+// CTA or a cluster wins: docs/PERFORMANCE.md, "The grid family: a row over the grid").
 constexpr int64_t kDefaultShortestRow = 131072;
 constexpr int64_t kDefaultLongestRow = 1048576;
 constexpr int64_t kDefaultLeastK = 256;
@@ -128,10 +128,10 @@ class Grid final : public Family {
   // indexer's long rows): 512 threads a CTA, 128 CTAs from 262144 elements
   // where the GPU has the SMs, else 64. H100, k 2048, ranges, L2-hot, each
   // verified exact, against the resident default in the same run (normal /
-  // shifted / plateau / 16 values, us): 1 x 524288 14.24 / 13.91 / 14.34 /
-  // 10.91 against 24.55 / 27.65 / 27.47 / 26.23 (256 threads: 15.28 on
-  // normal rows); 1 x 131072 12.02 / 12.60 / 12.71 / 9.34 against 12.58 /
-  // 14.93 / 12.78 / 12.33 (docs/PERFORMANCE.md, "The grid family").
+  // shifted / plateau / 16 values, us): 1 x 524288 11.85 / 11.94 / 12.11 /
+  // 9.76 against 24.50 / 27.56 / 27.46 / 26.16 (256 threads: 13.10 on
+  // normal rows); 1 x 131072 9.84 / 10.21 / 10.06 / 8.40 against 12.53 /
+  // 14.87 / 12.75 / 12.28 (docs/PERFORMANCE.md, "The grid family: a row over the grid").
   std::optional<Config> Default(const Problem& p, const Arch& arch) const override {
     if (p.batch != 1 || p.dtype != DType::kF32 || p.n < kDefaultShortestRow || p.n > kDefaultLongestRow ||
         p.k < kDefaultLeastK || p.k > kDefaultMostK)

@@ -345,11 +345,12 @@ class GpuKernelsTest : public ::testing::Test {
           }
         // The grid family's recovery: a one-vector sample (the guess too
         // high or too low) and room for 32 candidates (the k-th key's bin
-        // overflows).
+        // overflows); 128 (bins of 33 to 128 keys ranked by digits, not
+        // directly).
         if (has("candidates") && has("sample"))
-          for (const char* knob : {"sample", "candidates"}) {
+          for (auto [knob, value] : {std::pair<const char*, int>{"sample", 1}, {"candidates", 32}, {"candidates", 128}}) {
             Config c = base;
-            c.Set(knob, knob[0] == 's' ? 1 : 32);
+            c.Set(knob, value);
             if (!gen::Validate(c, info_.ToArch()).ok()) continue;
             out.push_back(c);
             knobs_out->push_back(nullptr);

@@ -6,7 +6,8 @@
 #   det      every family's deterministic cases, the grid family's included;
 #   capi     the C API tests (the workspace contract);
 #   python   the Python API tests (a workspace per stream);
-#   sanitize memcheck and racecheck on the smallest grid kernel's variants;
+#   sanitize memcheck and racecheck on SANITIZE_KERNELS' variants (default the
+#            smallest fp32 and bf16 kernels and the fp32 default's);
 #   probe    PROBE_SHAPES (SHAPE|ID...): the default beside the ids on
 #            normal, shifted, plateau and 16-valued rows, each verified exact
 #            first, L2-hot and (ROTATE=1) rotated;
@@ -39,10 +40,16 @@ for stage in "${stages[@]}"; do
     capi) TAIL=6 run capi 200 "$B/bin/gpu_c_api_test" ;;
     python) TOPK_TUNE_DB= TAIL=8 run python-api 300 python3 python/tests/gpu_test_api.py -v ;;
     sanitize)
-      TOPK_TEST_VARIANT=grid_f32_b256_i1 TOPK_TEST_SUBSET=sanitizer TAIL=4 run memcheck 300 compute-sanitizer \
-        --tool memcheck --error-exitcode 9 "$B/bin/gpu_kernels_test" --gtest_filter="*F32*"
-      TOPK_TEST_VARIANT=grid_f32_b256_i1 TOPK_TEST_SUBSET=sanitizer TAIL=4 run racecheck 300 compute-sanitizer \
-        --tool racecheck --racecheck-report hazard --error-exitcode 9 "$B/bin/gpu_kernels_test" --gtest_filter="*EveryF32*" ;;
+      # SANITIZE_KERNELS: the kernels checked (each with every launch-argument
+      # value and both recoveries); memcheck and racecheck on each.
+      for v in ${SANITIZE_KERNELS:-grid_f32_b256_i1 grid_f32_b512_i2 grid_bf16_b256_i1}; do
+        case $v in *bf16*) f=BF16 ;; *f16*) f=F16 ;; *) f=F32 ;; esac
+        TOPK_TEST_VARIANT=$v TOPK_TEST_SUBSET=sanitizer TAIL=3 run "memcheck-$v" 300 compute-sanitizer \
+          --tool memcheck --error-exitcode 9 "$B/bin/gpu_kernels_test" --gtest_filter="*Every${f}*"
+        TOPK_TEST_VARIANT=$v TOPK_TEST_SUBSET=sanitizer TAIL=3 run "racecheck-$v" 300 compute-sanitizer \
+          --tool racecheck --racecheck-report hazard --error-exitcode 9 "$B/bin/gpu_kernels_test" \
+          --gtest_filter="*Every${f}*"
+      done ;;
     probe)
       while IFS='|' read -r shape ids; do
         [[ -z ${shape// /} ]] && continue

@@ -37,7 +37,8 @@ constexpr int kDigit = 8;
 constexpr int kBins = 1 << kDigit;
 constexpr int kShWords = 128;  // scalars (0..15, 48..49), a small bin's list (16..47), warp sums (64..127)
 constexpr int kMaxSample = 1024;  // sample vectors
-constexpr int kRecoveryHists = 4;  // the recovery's digit passes, one histogram each (32-bit keys: 4)
+constexpr int kRecoveryHists = 4;
+constexpr u32 kDirectRank = 256;  // the last CTA ranks a bin of at most this many keys (and a quarter of the room) directly  // the recovery's digit passes, one histogram each (32-bit keys: 4)
 // Per row: 8 counters, the threshold pass's histogram and the recovery's,
 // then the candidates' keys and columns (2 x TopkArgs::buffer words).
 constexpr int kRowWords = 8 + kBins * (1 + kRecoveryHists);
@@ -530,34 +531,50 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
       cand_key[i] = 0, cand_idx[i] = 0;  // the workspace zero again
     }
     __syncthreads();
-    // The rb-th largest of the bin's keys: digits of their offset from the
-    // bin's floor.
-    const u32 floor = lo + (b << shift);
-    u32 m = 0;
-    for (u32 i = threadIdx.x; i < cb; i += P::kBlock) m = max(m, fin_key[i] - floor);
-    m = __reduce_max_sync(kFullMask, m);
-    if (threadIdx.x == 0) sh[7] = 0;
-    __syncthreads();
-    if (lane == 0) atomicMax(&sh[7], m);
-    __syncthreads();
-    const u32 bspan = sh[7];
-    const int bits = bspan == 0 ? 1 : 32 - __clz(bspan);
-    const u32 kth = floor + select_digits(
-                                [&](auto f) {
-                                  for (u32 i = threadIdx.x; i < cb; i += P::kBlock) f(fin_key[i] - floor);
-                                },
-                                bits, rb, hist, sh, 0);
-    const u32 ties_needed = sh[0], first = k - rb;  // first: the keys above the bin
-    __syncthreads();
-    if (threadIdx.x == 0) sh[5] = 0, sh[6] = 0;
-    __syncthreads();
-    for (u32 i0 = 0; i0 < cb; i0 += P::kBlock) {
-      const u32 i = i0 + threadIdx.x;
-      const u32 x = i < cb ? fin_key[i] : 0u;
-      const u32 pa = warp_slot(&sh[5], i < cb && x > kth);
-      const u32 pe = warp_slot(&sh[6], i < cb && x == kth);
-      if (i < cb && x > kth) emit(fin_idx[i], first + pa);
-      if (i < cb && x == kth && pe < ties_needed) emit(fin_idx[i], first + (rb - ties_needed) + pe);
+    const u32 first = k - rb;  // the keys above the bin
+    if (cb <= min(kDirectRank, static_cast<u32>(a.buffer) / 4)) {
+      // Few keys (a normal row's bin holds a few dozen): each one's place
+      // among them, counted directly (ties in gather order), is its output
+      // slot when below rb.
+      for (u32 i = threadIdx.x; i < cb; i += P::kBlock) {
+        const u32 x = fin_key[i];
+        u32 before = 0;
+        for (u32 j = 0; j < cb; ++j) {
+          const u32 y = fin_key[j];
+          before += (y > x) | ((y == x) & (j < i));
+        }
+        if (before < rb) emit(fin_idx[i], first + before);
+      }
+    } else {
+      // The rb-th largest of the bin's keys: digits of their offset from the
+      // bin's floor.
+      const u32 floor = lo + (b << shift);
+      u32 m = 0;
+      for (u32 i = threadIdx.x; i < cb; i += P::kBlock) m = max(m, fin_key[i] - floor);
+      m = __reduce_max_sync(kFullMask, m);
+      if (threadIdx.x == 0) sh[7] = 0;
+      __syncthreads();
+      if (lane == 0) atomicMax(&sh[7], m);
+      __syncthreads();
+      const u32 bspan = sh[7];
+      const int bits = bspan == 0 ? 1 : 32 - __clz(bspan);
+      const u32 kth = floor + select_digits(
+                                  [&](auto f) {
+                                    for (u32 i = threadIdx.x; i < cb; i += P::kBlock) f(fin_key[i] - floor);
+                                  },
+                                  bits, rb, hist, sh, 0);
+      const u32 ties_needed = sh[0];
+      __syncthreads();
+      if (threadIdx.x == 0) sh[5] = 0, sh[6] = 0;
+      __syncthreads();
+      for (u32 i0 = 0; i0 < cb; i0 += P::kBlock) {
+        const u32 i = i0 + threadIdx.x;
+        const u32 x = i < cb ? fin_key[i] : 0u;
+        const u32 pa = warp_slot(&sh[5], i < cb && x > kth);
+        const u32 pe = warp_slot(&sh[6], i < cb && x == kth);
+        if (i < cb && x > kth) emit(fin_idx[i], first + pa);
+        if (i < cb && x == kth && pe < ties_needed) emit(fin_idx[i], first + (rb - ties_needed) + pe);
+      }
     }
   }
   __syncthreads();
