@@ -19,12 +19,13 @@ constexpr int kStaticWords = 256 + 128;
 constexpr int kRowWords = 8 + 256 * 5;
 constexpr int kMaxSample = 1024;
 constexpr int kMinSliceElements = 1024;  // enumeration: fewer per CTA is all barrier
-// The default's rows: one row of at least this many elements (below it one
-// CTA or a cluster wins: docs/PERFORMANCE.md, "The grid family: a row over the grid").
+// The default's rows: at least this many elements (below it one CTA or a
+// cluster wins: docs/PERFORMANCE.md, "The grid family: a row over the grid").
 constexpr int64_t kDefaultShortestRow = 131072;
 constexpr int64_t kDefaultLongestRow = 1048576;
 constexpr int64_t kDefaultLeastK = 256;
 constexpr int64_t kDefaultMostK = 4096;
+constexpr int kDefaultLeastCtas = 16;  // fewer CTAs a row: unmeasured
 
 const std::vector<ParamSpec>& Specs() {
   static const std::vector<ParamSpec> specs = {
@@ -124,20 +125,26 @@ class Grid final : public Family {
     return out;
   }
 
-  // One fp32 row of 131072 to 1048576 elements, k 256 to 4096 (the DSA
-  // indexer's long rows): 512 threads a CTA, 128 CTAs from 262144 elements
-  // where the GPU has the SMs, else 64. H100, k 2048, ranges, L2-hot, each
-  // verified exact, against the resident default in the same run (normal /
-  // shifted / plateau / 16 values, us): 1 x 524288 11.85 / 11.94 / 12.11 /
-  // 9.76 against 24.50 / 27.56 / 27.46 / 26.16 (256 threads: 13.10 on
-  // normal rows); 1 x 131072 9.84 / 10.21 / 10.06 / 8.40 against 12.53 /
-  // 14.87 / 12.75 / 12.28 (docs/PERFORMANCE.md, "The grid family: a row over the grid").
+  // fp32 rows of 131072 to 1048576 elements, k 256 to 4096 (the DSA
+  // indexer's long rows), while a row gets at least 16 CTAs: 512 threads a
+  // CTA, 128 CTAs a row from 262144 elements where the GPU has the SMs, else
+  // 64, halved until batch x CTAs fits the SMs. H100, k 2048, ranges, L2-hot,
+  // each verified exact, against the default it replaced in the same run
+  // (normal / shifted / plateau / 16 values, us; docs/PERFORMANCE.md, "The
+  // grid family: a row over the grid"):
+  //   1 x 524288 (128 CTAs)  11.85 / 11.94 / 12.11 /  9.76 against 24.50 / 27.56 / 27.46 / 26.16
+  //   1 x 131072 (64)         9.84 / 10.21 / 10.06 /  8.40 against 12.53 / 14.87 / 12.75 / 12.28
+  //   2 x 524288 (64)        13.25 / 13.16 / 13.17 / 11.22 against 24.30 / 27.43 / 26.98 / 25.79
+  //   4 x 262144 (32)        13.33 / 13.20 / 12.98 / 11.04 against 19.04 / 19.12 / 16.56 / 16.69
+  //   4 x 524288 (32)        16.89 / 16.72 / 16.89 / 14.63 against 24.37 / 27.47 / 26.98 / 25.86
+  //   8 x 131072 (16)        13.12 / 13.42 / 12.85 / 11.00 against 15.23 / 17.45 / 17.16 / 15.53
   std::optional<Config> Default(const Problem& p, const Arch& arch) const override {
-    if (p.batch != 1 || p.dtype != DType::kF32 || p.n < kDefaultShortestRow || p.n > kDefaultLongestRow ||
-        p.k < kDefaultLeastK || p.k > kDefaultMostK)
+    if (p.dtype != DType::kF32 || p.n < kDefaultShortestRow || p.n > kDefaultLongestRow || p.k < kDefaultLeastK ||
+        p.k > kDefaultMostK)
       return std::nullopt;
-    const int ctas = p.n >= 2 * kDefaultShortestRow && arch.sm_count >= 128 ? 128 : 64;
-    if (ctas > arch.sm_count) return std::nullopt;
+    int ctas = p.n >= 2 * kDefaultShortestRow && arch.sm_count >= 128 ? 128 : 64;
+    while (ctas >= kDefaultLeastCtas && p.batch * ctas > arch.sm_count) ctas /= 2;
+    if (ctas < kDefaultLeastCtas) return std::nullopt;
     const int items = FitItems(p.dtype, 512, ctas, p.n);
     if (items == 0) return std::nullopt;
     const Config c = GridParams{p.dtype, 512, items, ctas, 256, 4096}.ToConfig();

@@ -3,8 +3,9 @@
 // workspace (templates/topk/grid/). Every CTA finds the same threshold from
 // a sample of the row, reads its slice once into registers, and the CTAs
 // finish the row together; a failed guess ends in an exact radix select
-// over the same registers. For a few long rows, where one row must fill the
-// GPU: the launch is cooperative, so the rows' CTAs must all be resident.
+// over the same registers. For a few long rows, each of which must fill
+// many SMs: the launch is cooperative, so the rows' CTAs must all be
+// resident.
 #pragma once
 
 #include <cstddef>

@@ -1133,8 +1133,8 @@ TEST(ResidentFamilyTest, ConstraintsEnumerationAndPlan) {
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 2, 65536, 8), arch), clustered(DType::kF32, 512, 16, 8));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 131072, 128), arch), clustered(DType::kF32, 512, 16, 16));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 131072, 2048), arch).family, "grid");  // one row, k >= 256
-  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 2, 131072, 2048), arch), clustered(DType::kF32, 512, 16, 16));
-  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 3, 131072, 2048), arch), clustered(DType::kF32, 1024, 16, 8));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 2, 131072, 128), arch), clustered(DType::kF32, 512, 16, 16));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 3, 131072, 128), arch), clustered(DType::kF32, 1024, 16, 8));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 8, 131072, 8), arch), clustered(DType::kF32, 1024, 16, 8));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 131073, 8), arch).family, "radix");  // fp32 k < 64
   // Up to 7 rows (132 SMs) of 131073 to 524288, fp32 with k >= 64: 16 CTAs of
@@ -1142,7 +1142,7 @@ TEST(ResidentFamilyTest, ConstraintsEnumerationAndPlan) {
   ResidentParams long_row{DType::kF32, 1024, 1024, 16};
   long_row.cluster = 16;
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 131073, 64), arch), long_row.ToConfig());
-  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 6, 262144, 2048), arch), long_row.ToConfig());
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 6, 262144, 128), arch), long_row.ToConfig());
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 131073, 63), arch).family, "radix");
   EXPECT_EQ(DefaultConfig(Prob(DType::kBF16, 1, 131073, 8), arch).family, "resident");  // 16-bit keys: any k
   EXPECT_EQ(DefaultConfig(Prob(DType::kF16, 7, 524288, 1), arch).family, "resident");
@@ -1151,7 +1151,7 @@ TEST(ResidentFamilyTest, ConstraintsEnumerationAndPlan) {
   ResidentParams eight_ctas{DType::kF32, 1024, 1024, 16};
   eight_ctas.cluster = 8;
   eight_ctas.shared = 16;
-  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 8, 262144, 2048), arch), eight_ctas.ToConfig());
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 8, 262144, 128), arch), eight_ctas.ToConfig());
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 15, 131073, 64), arch), eight_ctas.ToConfig());
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 8, 262145, 2048), arch).family, "radix");
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 8, 262144, 63), arch).family, "radix");
@@ -1416,7 +1416,7 @@ TEST(GridFamilyTest, ConstraintsEnumerationDefaultAndPlan) {
   }
   EXPECT_EQ(FindFamily("grid")->EnumerateKernels(DType::kF32, arch).size(), 8u);
 
-  // The default: one fp32 row of 131072 to 1048576 with k 256 to 4096, 512
+  // The default: fp32 rows of 131072 to 1048576 with k 256 to 4096, 512
   // threads a CTA; 128 CTAs from 262144 elements where the SMs allow, else 64.
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 524288, 2048), arch),
             Config(GridParams{DType::kF32, 512, 2, 128, 256, 4096}));
@@ -1428,7 +1428,17 @@ TEST(GridFamilyTest, ConstraintsEnumerationDefaultAndPlan) {
             Config(GridParams{DType::kF32, 512, 4, 128, 256, 4096}));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 524288, 2048), Arch::Sm80()),
             Config(GridParams{DType::kF32, 512, 4, 64, 256, 4096}));  // 108 SMs
-  EXPECT_NE(DefaultConfig(Prob(DType::kF32, 2, 524288, 2048), arch).family, "grid");
+  // More rows: the CTAs a row halved until they fit the SMs, down to 16.
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 2, 524288, 2048), arch),
+            Config(GridParams{DType::kF32, 512, 4, 64, 256, 4096}));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 4, 262144, 2048), arch),
+            Config(GridParams{DType::kF32, 512, 4, 32, 256, 4096}));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 4, 524288, 2048), arch),
+            Config(GridParams{DType::kF32, 512, 8, 32, 256, 4096}));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 8, 131072, 2048), arch),
+            Config(GridParams{DType::kF32, 512, 4, 16, 256, 4096}));
+  EXPECT_NE(DefaultConfig(Prob(DType::kF32, 9, 131072, 2048), arch).family, "grid");   // 8 CTAs a row
+  EXPECT_NE(DefaultConfig(Prob(DType::kF32, 4, 1048576, 2048), arch).family, "grid");  // 32 CTAs hold 524288
   EXPECT_NE(DefaultConfig(Prob(DType::kF32, 1, 131071, 2048), arch).family, "grid");
   EXPECT_NE(DefaultConfig(Prob(DType::kF32, 1, 1048577, 2048), arch).family, "grid");
   EXPECT_NE(DefaultConfig(Prob(DType::kF32, 1, 524288, 255), arch).family, "grid");
