@@ -249,23 +249,36 @@ struct Slice {
   }
 };
 
-// Loads vector v (kVec elements from position v * kVec) of the range at
-// `base` as keys; elements at or past `len` get key 0 (the caller masks them).
+// The keys of one whole 16-byte vector q of raw elements.
+template <class P>
+__device__ __forceinline__ void vec_keys(uint4 q, u32 flip, u32* out) {
+  using K = Keys<P::kDType>;
+  const u32 w[4] = {q.x, q.y, q.z, q.w};
+  if (P::kVec == 4) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) out[e] = K::key_flip(w[e], flip);
+  } else {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) out[e] = K::key_flip((w[e >> 1] >> (16 * (e & 1))) & 0xffffu, flip);
+  }
+}
+
+// Whether vector v (kVec elements from position v * kVec) of the range at
+// `base` is whole and 16-byte aligned: one load.
+template <class P>
+__device__ __forceinline__ bool whole_vec(bool aligned, int v, int len) {
+  return aligned && v * P::kVec + P::kVec <= len;
+}
+
+// Loads vector v of the range at `base` as keys; elements at or past `len`
+// get key 0 (the caller masks them).
 template <class P>
 __device__ __forceinline__ void load_vec(const typename Keys<P::kDType>::Raw* base, bool aligned, int v, int len,
                                          u32 flip, u32* out) {
   using K = Keys<P::kDType>;
   const int p0 = v * P::kVec;
-  if (aligned && p0 + P::kVec <= len) {
-    const uint4 q = __ldg(reinterpret_cast<const uint4*>(base + p0));
-    const u32 w[4] = {q.x, q.y, q.z, q.w};
-    if (P::kVec == 4) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) out[e] = K::key_flip(w[e], flip);
-    } else {
-#pragma unroll
-      for (int e = 0; e < 8; ++e) out[e] = K::key_flip((w[e >> 1] >> (16 * (e & 1))) & 0xffffu, flip);
-    }
+  if (whole_vec<P>(aligned, v, len)) {
+    vec_keys<P>(__ldg(reinterpret_cast<const uint4*>(base + p0)), flip, out);
   } else {
 #pragma unroll
     for (int e = 0; e < P::kVec; ++e)
@@ -324,6 +337,21 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
       }
     }
   }
+  // The slice's whole vectors are loaded now, their latency under the
+  // select's barriers; the keys are made after it.
+  Slice<P> s;
+  s.len = len;
+  const int nvec = (len + P::kVec - 1) / P::kVec;
+  const int per = (nvec + G - 1) / G;
+  s.v_begin = min(nvec, part * per);
+  s.v_end = min(nvec, s.v_begin + per);
+  uint4 q[P::kVpt];
+#pragma unroll
+  for (int j = 0; j < P::kVpt; ++j) {
+    const int v = s.v_begin + j * P::kBlock + threadIdx.x;
+    q[j] = v < s.v_end && whole_vec<P>(aligned, v, len) ? __ldg(reinterpret_cast<const uint4*>(base + v * P::kVec))
+                                                       : make_uint4(0u, 0u, 0u, 0u);
+  }
   u32 t = 0;
   if (S > 0) {
     const float m = static_cast<float>(S) * P::kVec;
@@ -340,16 +368,12 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
   __syncthreads();  // sh[12..14] zeroed above (no select: no barrier yet)
 
   // 2. The slice, its counts above and at t, and its histogram above t.
-  Slice<P> s;
-  s.len = len;
-  const int nvec = (len + P::kVec - 1) / P::kVec;
-  const int per = (nvec + G - 1) / G;
-  s.v_begin = min(nvec, part * per);
-  s.v_end = min(nvec, s.v_begin + per);
 #pragma unroll
   for (int j = 0; j < P::kVpt; ++j) {
     const int v = s.v_begin + j * P::kBlock + threadIdx.x;
-    if (v < s.v_end) {
+    if (v < s.v_end && whole_vec<P>(aligned, v, len)) {
+      vec_keys<P>(q[j], flip, &s.key[j * P::kVec]);
+    } else if (v < s.v_end) {
       load_vec<P>(base, aligned, v, len, flip, &s.key[j * P::kVec]);
     } else {
 #pragma unroll
@@ -585,7 +609,7 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
 }  // namespace grid
 
 template <class P>
-__global__ void __launch_bounds__(P::kBlock) grid_topk_kernel(TopkArgs a) {
+__global__ void __launch_bounds__(P::kBlock, 1) grid_topk_kernel(TopkArgs a) {
   grid::grid_select<P>(a);
 }
 
