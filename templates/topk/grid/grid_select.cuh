@@ -247,6 +247,21 @@ struct Slice {
     const int v = v_begin + j * P::kBlock + static_cast<int>(threadIdx.x);
     return v < v_end && v * P::kVec + e < len;
   }
+  // f(key, position) for each of this thread's elements of the range.
+  template <class F>
+  __device__ __forceinline__ void for_each(const F& f) const {
+#pragma unroll
+    for (int j = 0; j < P::kVpt; ++j)
+#pragma unroll
+      for (int e = 0; e < P::kVec; ++e)
+        if (valid(j, e)) f(key[j * P::kVec + e], pos(j, e));
+  }
+  // This thread's keys above kth and equal to it.
+  __device__ __forceinline__ void count(u32 kth, u32* above, u32* eq) const {
+    u32 a = 0, q = 0;
+    for_each([&](u32 x, int) { a += x > kth, q += x == kth; });
+    *above = a, *eq = q;
+  }
 };
 
 // The keys of one whole 16-byte vector q of raw elements.
@@ -284,6 +299,26 @@ __device__ __forceinline__ void load_vec(const typename Keys<P::kDType>::Raw* ba
     for (int e = 0; e < P::kVec; ++e)
       out[e] = p0 + e < len ? K::key_flip(static_cast<u32>(base[p0 + e]), flip) : 0u;
   }
+}
+
+// Every thread of the CTA: writes the slice's keys above `kth` to output
+// slots [0, above) and its ties with `kth` to slots from `above` while fewer
+// than `ties` are taken, through the row's counters *out_n and *tie_n (one
+// atomic a CTA each). `emit(position, slot)` writes one output.
+template <class P, class Emit>
+__device__ __forceinline__ void write_above_and_ties(const Slice<P>& s, u32 kth, u32 above, u32 ties, u32* out_n,
+                                                     u32* tie_n, u32* sh, const Emit& emit) {
+  u32 m1, m2;
+  s.count(kth, &m1, &m2);
+  __syncthreads();
+  uint2 slot = cta_slots(out_n, m1, tie_n, m2, sh + 64, sh + 48);
+  s.for_each([&](u32 x, int p) {
+    if (x > kth) emit(p, slot.x++);
+    if (x == kth) {
+      if (slot.y < ties) emit(p, above + slot.y);
+      ++slot.y;
+    }
+  });
 }
 
 // The whole kernel (grid_topk_kernel below is its entry point).
@@ -387,28 +422,16 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
     if (i < scount && skey[i] > t) mx = max(mx, skey[i] - lo);
   mx = __reduce_max_sync(kFullMask, mx);
   if (lane == 0 && mx != 0) atomicMax(&sh[12], mx);
-  u32 n_above = 0, n_eq = 0;
-#pragma unroll
-  for (int j = 0; j < P::kVpt; ++j)
-#pragma unroll
-    for (int e = 0; e < P::kVec; ++e) {
-      const u32 x = s.key[j * P::kVec + e];
-      const bool ok = s.valid(j, e);
-      n_above += ok && x > t;
-      n_eq += ok && x == t;
-    }
+  u32 n_above, n_eq;
+  s.count(t, &n_above, &n_eq);
   hist.clear();
   __syncthreads();
   const u32 span = sh[12];
   const int shift = max((span == 0 ? 0 : 32 - __clz(span)) - kDigit, 0);
   auto digit = [&](u32 x) { return min(static_cast<u32>(kBins - 1), (x - lo) >> shift); };
-#pragma unroll
-  for (int j = 0; j < P::kVpt; ++j)
-#pragma unroll
-    for (int e = 0; e < P::kVec; ++e) {
-      const u32 x = s.key[j * P::kVec + e];
-      if (x > t && s.valid(j, e)) hist.add(digit(x));
-    }
+  s.for_each([&](u32 x, int) {
+    if (x > t) hist.add(digit(x));
+  });
   const u32 wa = __reduce_add_sync(kFullMask, n_above), we = __reduce_add_sync(kFullMask, n_eq);
   if (lane == 0 && (wa | we)) atomicAdd(&sh[13], wa), atomicAdd(&sh[14], we);
   __syncthreads();
@@ -425,27 +448,13 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
   const u32 A = load_cg(&ctr[kAbove]), E = load_cg(&ctr[kEq]);
   bool miss = A + E < k;
   u32 b = 0, rb = 0, cb = 0;
-  u32* wsum = sh + 64;
   auto emit = [&](int p, u32 slot) {
     out[slot] = range.start + p;
     if (outv) outv[slot] = base[p];
   };
   if (!miss && A < k) {
     // Every key above t, then ties with t up to k.
-    __syncthreads();
-    uint2 slot = cta_slots(&ctr[kOutN], n_above, &ctr[kTieN], n_eq, wsum, &sh[48]);
-#pragma unroll
-    for (int j = 0; j < P::kVpt; ++j)
-#pragma unroll
-      for (int e = 0; e < P::kVec; ++e) {
-        const u32 x = s.key[j * P::kVec + e];
-        const bool ok = s.valid(j, e);
-        if (ok && x > t) emit(s.pos(j, e), slot.x++);
-        if (ok && x == t) {
-          if (slot.y < k - A) emit(s.pos(j, e), A + slot.y);
-          ++slot.y;
-        }
-      }
+    write_above_and_ties(s, t, A, k - A, &ctr[kOutN], &ctr[kTieN], sh, emit);
   } else if (!miss) {
     // The k-th key's bin b: keys above it straight out, those in it gathered.
     __syncthreads();
@@ -457,29 +466,18 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
     miss = cb > static_cast<u32>(a.buffer);
     if (!miss) {
       u32 m1 = 0, m2 = 0;
-#pragma unroll
-      for (int j = 0; j < P::kVpt; ++j)
-#pragma unroll
-        for (int e = 0; e < P::kVec; ++e) {
-          const u32 x = s.key[j * P::kVec + e];
-          const bool in = x > t && s.valid(j, e);
-          const u32 d = in ? digit(x) : 0u;
-          m1 += in && d > b;
-          m2 += in && d == b;
-        }
-      uint2 slot = cta_slots(&ctr[kOutN], m1, &ctr[kBinN], m2, wsum, &sh[48]);
-      if (m1 | m2) {
-#pragma unroll
-        for (int j = 0; j < P::kVpt; ++j)
-#pragma unroll
-          for (int e = 0; e < P::kVec; ++e) {
-            const u32 x = s.key[j * P::kVec + e];
-            const bool in = x > t && s.valid(j, e);
-            const u32 d = in ? digit(x) : 0u;
-            if (in && d > b) emit(s.pos(j, e), slot.x++);
-            if (in && d == b) cand_key[slot.y] = x, cand_idx[slot.y] = s.pos(j, e), ++slot.y;
-          }
-      }
+      s.for_each([&](u32 x, int) {
+        const u32 d = x > t ? digit(x) : 0u;
+        m1 += x > t && d > b;
+        m2 += x > t && d == b;
+      });
+      uint2 slot = cta_slots(&ctr[kOutN], m1, &ctr[kBinN], m2, sh + 64, sh + 48);
+      if (m1 | m2)
+        s.for_each([&](u32 x, int p) {
+          const u32 d = x > t ? digit(x) : 0u;
+          if (x > t && d > b) emit(p, slot.x++);
+          if (x > t && d == b) cand_key[slot.y] = x, cand_idx[slot.y] = p, ++slot.y;
+        });
     }
   }
   if (miss) {
@@ -495,14 +493,9 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
       __syncthreads();
       hist.clear();
       __syncthreads();
-#pragma unroll
-      for (int j = 0; j < P::kVpt; ++j)
-#pragma unroll
-        for (int e = 0; e < P::kVec; ++e) {
-          const u32 x = s.key[j * P::kVec + e];
-          const bool match = pass == 0 || ((x ^ prefix) >> (sh_d + kDigit)) == 0;
-          if (match && s.valid(j, e)) hist.add((x >> sh_d) & (kBins - 1));
-        }
+      s.for_each([&](u32 x, int) {
+        if (pass == 0 || ((x ^ prefix) >> (sh_d + kDigit)) == 0) hist.add((x >> sh_d) & (kBins - 1));
+      });
       __syncthreads();
       for (int i = threadIdx.x; i < kBins; i += P::kBlock)
         if (hist.h[i]) atomicAdd(&rh[i], hist.h[i]);
@@ -516,31 +509,7 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
       rank = sh[0];
     }
     // prefix is the k-th key; `rank` of its ties are taken.
-    const u32 above = k - rank;
-    u32 m1 = 0, m2 = 0;
-#pragma unroll
-    for (int j = 0; j < P::kVpt; ++j)
-#pragma unroll
-      for (int e = 0; e < P::kVec; ++e) {
-        const u32 x = s.key[j * P::kVec + e];
-        const bool ok = s.valid(j, e);
-        m1 += ok && x > prefix;
-        m2 += ok && x == prefix;
-      }
-    __syncthreads();
-    uint2 slot = cta_slots(&ctr[kOutN], m1, &ctr[kTieN], m2, wsum, &sh[48]);
-#pragma unroll
-    for (int j = 0; j < P::kVpt; ++j)
-#pragma unroll
-      for (int e = 0; e < P::kVec; ++e) {
-        const u32 x = s.key[j * P::kVec + e];
-        const bool ok = s.valid(j, e);
-        if (ok && x > prefix) emit(s.pos(j, e), slot.x++);
-        if (ok && x == prefix) {
-          if (slot.y < rank) emit(s.pos(j, e), above + slot.y);
-          ++slot.y;
-        }
-      }
+    write_above_and_ties(s, prefix, k - rank, rank, &ctr[kOutN], &ctr[kTieN], sh, emit);
   }
 
   // 5. The last CTA to finish ranks the gathered bin and zeroes the row's
