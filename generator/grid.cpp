@@ -29,7 +29,9 @@ constexpr int kDefaultLeastCtas = 16;  // fewer CTAs a row: unmeasured
 
 const std::vector<ParamSpec>& Specs() {
   static const std::vector<ParamSpec> specs = {
-      {"block_threads", "b", "threads per CTA", {256, 512}, true},
+      // 256 and 1024 threads ran 1.06-1.16x slower than 512 at both one-row
+      // DSA shapes on an H100 (docs/PERFORMANCE.md): not enumerated.
+      {"block_threads", "b", "threads per CTA", {512}, true},
       {"items", "i", "16-byte vectors of the slice a thread holds in registers", {1, 2, 4, 8}, true},
       {"ctas", "g", "CTAs per row; every CTA of the launch resident at once (batch x ctas <= SMs)",
        {8, 16, 32, 64, 128}, false},

@@ -7,7 +7,7 @@
 #   capi     the C API tests (the workspace contract);
 #   python   the Python API tests (a workspace per stream);
 #   sanitize memcheck and racecheck on SANITIZE_KERNELS' variants (default the
-#            smallest fp32 and bf16 kernels and the fp32 default's);
+#            smallest fp32 and bf16 kernels and the 1 x 524288 default's);
 #   probe    PROBE_SHAPES (SHAPE|ID...): the default beside the ids on
 #            normal, shifted, plateau and 16-valued rows, each verified exact
 #            first, L2-hot and (ROTATE=1) rotated;
@@ -42,7 +42,7 @@ for stage in "${stages[@]}"; do
     sanitize)
       # SANITIZE_KERNELS: the kernels checked (each with every launch-argument
       # value and both recoveries); memcheck and racecheck on each.
-      for v in ${SANITIZE_KERNELS:-grid_f32_b256_i1 grid_f32_b512_i2 grid_bf16_b256_i1}; do
+      for v in ${SANITIZE_KERNELS:-grid_f32_b512_i1 grid_f32_b512_i2 grid_bf16_b512_i1}; do
         case $v in *bf16*) f=BF16 ;; *f16*) f=F16 ;; *) f=F32 ;; esac
         TOPK_TEST_VARIANT=$v TOPK_TEST_SUBSET=sanitizer TAIL=3 run "memcheck-$v" 300 compute-sanitizer \
           --tool memcheck --error-exitcode 9 "$B/bin/gpu_kernels_test" --gtest_filter="*Every${f}*"
