@@ -121,7 +121,7 @@ class Grid final : public Family {
     std::vector<Config> out;
     for (int b : Specs()[0].values)
       for (int i : Specs()[1].values) {
-        Config c = GridParams{dtype, b, i}.ToConfig();
+        Config c = GridParams{dtype, b, i, 1}.ToConfig();  // ctas a launch argument: 1 fits any GPU
         if (Validate(c, arch).ok()) out.push_back(std::move(c));
       }
     return out;

@@ -23,7 +23,7 @@ namespace topk::jit {
   X(cuMemsetD8Async)                                                                                      \
   X(cuMemGetInfo) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamBeginCapture)      \
   X(cuStreamEndCapture) X(cuStreamIsCapturing) X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy) \
-  X(cuGraphDestroy) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize)               \
+  X(cuGraphDestroy) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuStreamWaitEvent)               \
   X(cuEventElapsedTime) X(cuPointerGetAttribute)
 
 // Function pointers of the driver; each member has the name of the API

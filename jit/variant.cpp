@@ -53,9 +53,17 @@ StatusOr<PreparedVariant> PreparedVariant::Make(const gen::Config& c, const Prob
     v.stage_fns_.push_back(kernels[st.kernel]);
   }
   if (v.plan_.workspace_bytes > 0) {
+    // Zeroed on a stream of its own: neither the legacy stream nor a
+    // context-wide wait, which would join (or break, in a global-mode
+    // capture) the caller's other work.
     TOPK_ASSIGN_OR_RETURN(DeviceBuffer ws, DeviceBuffer::Alloc(v.plan_.workspace_bytes));
-    TOPK_CU(cuMemsetD8, ws.get(), 0, v.plan_.workspace_bytes);
-    TOPK_CU(cuCtxSynchronize);
+    CUstream zero = nullptr;
+    TOPK_CU(cuStreamCreate, &zero, CU_STREAM_NON_BLOCKING);
+    auto d = GetDriver();
+    CUresult r = (*d)->cuMemsetD8Async(ws.get(), 0, v.plan_.workspace_bytes, zero);
+    if (r == CUDA_SUCCESS) r = (*d)->cuStreamSynchronize(zero);
+    (*d)->cuStreamDestroy(zero);
+    if (r != CUDA_SUCCESS) return CudaStatus(r, "cuMemsetD8Async", __FILE__, __LINE__);
     v.workspace_ = std::make_shared<DeviceBuffer>(std::move(ws));
   }
   if (v.sort_) {
@@ -97,7 +105,8 @@ Status PreparedVariant::Launch(const void* input, const int32_t* ranges, int32_t
   if (batch <= 0 || problem_.k == 0) return Status::Ok();
   if (!workspace && workspace_) workspace = workspace_->ptr();
   if (plan_.workspace_bytes > 0 && !workspace)
-    return Status(Code::kInvalidArgument, "PreparedVariant::Launch", "the plan needs a workspace");
+    return Status(Code::kInvalidArgument, "PreparedVariant::Launch",
+                  "the plan needs a workspace of " + std::to_string(plan_.workspace_bytes) + " bytes");
   for (size_t i = 0; i < stage_fns_.size(); ++i) {
     const gen::Stage& st = plan_.stages[i];
     TopkArgs a = base_args_;

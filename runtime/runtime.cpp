@@ -20,8 +20,19 @@ bool Aligned(const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) %
 
 class PlanImpl final : public Plan {
  public:
-  PlanImpl(Problem p, PlanInfo info, jit::PreparedVariant v, CUcontext ctx, bool noop)
-      : problem_(p), info_(std::move(info)), variant_(std::move(v)), ctx_(ctx), noop_(noop) {}
+  // `own_done`: an event for ordering the calls on the plan's own workspace
+  // (null when the plan needs none); the plan destroys it.
+  PlanImpl(Problem p, PlanInfo info, jit::PreparedVariant v, CUcontext ctx, bool noop, CUevent own_done)
+      : problem_(p), info_(std::move(info)), variant_(std::move(v)), ctx_(ctx), noop_(noop), own_done_(own_done) {}
+  ~PlanImpl() override {
+    // The variant's workspace and the event belong to the library's context.
+    jit::ContextGuard guard(ctx_);
+    if (own_done_) {
+      auto d = jit::GetDriver();
+      if (d.ok()) (*d)->cuEventDestroy(own_done_);
+    }
+    variant_ = jit::PreparedVariant();
+  }
 
   Status Run(const Args& args, void* stream) const override {
     const int64_t batch = args.batch < 0 ? problem_.batch : args.batch;
@@ -46,9 +57,27 @@ class PlanImpl final : public Plan {
     // Launch in the library's context; the caller's is restored afterwards.
     jit::ContextGuard guard(ctx_);
     TOPK_RETURN_IF_ERROR(guard.status());
-    return variant_.Launch(args.input, problem_.ranges ? args.ranges : nullptr, args.indices,
-                           problem_.values ? args.values : nullptr, batch, static_cast<CUstream>(stream),
-                           args.workspace);
+    const CUstream s = static_cast<CUstream>(stream);
+    auto launch = [&] {
+      return variant_.Launch(args.input, problem_.ranges ? args.ranges : nullptr, args.indices,
+                             problem_.values ? args.values : nullptr, batch, s, args.workspace);
+    };
+    if (!own_done_ || args.workspace) return launch();
+    // The plan's own workspace: a call on another stream than the last one
+    // waits on the GPU for it (the event recorded after each call), so that
+    // eager calls on several streams never overlap on it. A call being
+    // captured into a graph is not ordered so (a graph's replays order
+    // themselves on their stream; graphs must not replay concurrently).
+    std::lock_guard<std::mutex> lock(own_mu_);
+    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+    TOPK_CU(cuStreamIsCapturing, s, &capture);
+    if (capture != CU_STREAM_CAPTURE_STATUS_NONE) return launch();
+    if (own_used_ && s != own_last_stream_) TOPK_CU(cuStreamWaitEvent, s, own_done_, 0);
+    TOPK_RETURN_IF_ERROR(launch());
+    TOPK_CU(cuEventRecord, own_done_, s);
+    own_used_ = true;
+    own_last_stream_ = s;
+    return Status::Ok();
   }
   const Problem& problem() const override { return problem_; }
   const PlanInfo& info() const override { return info_; }
@@ -59,6 +88,10 @@ class PlanImpl final : public Plan {
   jit::PreparedVariant variant_;
   CUcontext ctx_;
   bool noop_;
+  CUevent own_done_ = nullptr;
+  mutable std::mutex own_mu_;  // guards the three below
+  mutable bool own_used_ = false;
+  mutable CUstream own_last_stream_ = nullptr;
 };
 
 class LibraryImpl final : public Library {
@@ -137,7 +170,9 @@ class LibraryImpl final : public Library {
     info.tuned_median_us = d.tuned_median_us;
     info.workspace_bytes = v.workspace_bytes();
     info.plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    return std::unique_ptr<Plan>(new PlanImpl(p, std::move(info), std::move(v), ctx_->get(), noop));
+    CUevent own_done = nullptr;
+    if (info.workspace_bytes > 0) TOPK_CU(cuEventCreate, &own_done, CU_EVENT_DISABLE_TIMING);
+    return std::unique_ptr<Plan>(new PlanImpl(p, std::move(info), std::move(v), ctx_->get(), noop, own_done));
   }
 
   const std::string& warnings() const override { return warnings_; }

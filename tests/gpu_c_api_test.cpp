@@ -384,6 +384,39 @@ TEST_F(CApiGpuTest, WorkspaceContractOfPlansThatNeedOne) {
   check("the plan's workspace (topk_plan_run)");
 }
 
+// The plan's own workspace used from two streams without any host wait:
+// the plan orders the calls (a call on the other stream waits for the
+// previous one on the GPU), so every output is exact; unordered, the
+// launches would share the row's counters.
+TEST_F(CApiGpuTest, PlansOwnWorkspaceIsOrderedAcrossStreams) {
+  const int64_t n = 524288, k = 2048;
+  topk_plan* plan = MakePlan(MakeProblem(TOPK_F32, 1, n, k));
+  ASSERT_NE(plan, nullptr);
+  if (topk_plan_workspace_bytes(plan) == 0) GTEST_SKIP() << "1 x 524288 k2048 got a plan without a workspace";
+  std::vector<float> x = Values(n, 23);
+  jit::DeviceBuffer in = Upload(x);
+  constexpr int kCalls = 16;
+  std::vector<jit::DeviceBuffer> outs;
+  for (int i = 0; i < kCalls; ++i) {
+    outs.push_back(Alloc(k * 4));
+    Fill(outs.back(), 0xAB);
+  }
+  CUstream streams[2] = {nullptr, nullptr};
+  for (CUstream& st : streams) ASSERT_EQ(Drv()->cuStreamCreate(&st, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  char* err = nullptr;
+  for (int i = 0; i < kCalls; ++i)
+    ASSERT_EQ(topk_plan_run(plan, in.ptr(), nullptr, static_cast<int32_t*>(outs[i].ptr()), nullptr, -1,
+                            streams[i % 2], &err),
+              TOPK_OK)
+        << Take(err);
+  ASSERT_EQ(Drv()->cuCtxSynchronize(), CUDA_SUCCESS);
+  for (int i = 0; i < kCalls; ++i) {
+    std::vector<int32_t> got = Download<int32_t>(outs[i], k);
+    ExpectRow(x, 0, n, got.data(), k, true, "call " + std::to_string(i));
+  }
+  for (CUstream st : streams) Drv()->cuStreamDestroy(st);
+}
+
 TEST_F(CApiGpuTest, InputOffsetByOneElementRuns) {
   // Rows need no alignment beyond their element: a variant that wants
   // vector loads falls back to one that does not.

@@ -7,7 +7,8 @@
  * here prints, aborts or exits. Same contract as topk.hpp: plan once, run
  * many times; topk_plan_run only launches (no allocation, no host
  * synchronisation) and is safe from several threads on several streams
- * (for a plan with a workspace, with one workspace per concurrent stream:
+ * (a plan with a workspace orders the calls on its own one across streams;
+ * to run them concurrently, pass one workspace per stream:
  * topk_plan_run_workspace).
  */
 #ifndef TOPK_TOPK_H_
@@ -87,8 +88,10 @@ void topk_plan_destroy(topk_plan* plan);
 /* Launches on `stream` (CUstream / cudaStream_t, NULL = legacy default).
  * `ranges` and `values` may be NULL when the problem does not use them;
  * batch < 0 means the planned batch. A plan with a workspace
- * (topk_plan_workspace_bytes > 0) uses its own here: calls of that plan must
- * then not overlap on the GPU (one stream, or streams ordered by events). */
+ * (topk_plan_workspace_bytes > 0) uses its own here: a call on another
+ * stream than the previous one waits on the GPU for it; calls captured into
+ * CUDA graphs are not ordered so, and such graphs must not replay
+ * concurrently. */
 int topk_plan_run(const topk_plan* plan, const void* input, const int32_t* ranges, int32_t* indices, void* values,
                   int64_t batch, void* stream, char** err);
 

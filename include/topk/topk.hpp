@@ -75,10 +75,12 @@ struct Args {
   // Global scratch of PlanInfo::workspace_bytes bytes, 16-byte aligned, for
   // plans that need one (a row spread over many CTAs); ignored when the plan
   // needs none. Zero it once before its first use (cudaMemset); every call
-  // leaves it zero. Null: the plan's own, allocated and zeroed by MakePlan.
-  // Calls that share a workspace (the plan's own included) must not overlap
-  // on the GPU: the same stream, or streams ordered by events. Concurrent
-  // calls on other streams each pass their own.
+  // leaves it zero. Null: the plan's own, allocated and zeroed by MakePlan;
+  // the plan orders the calls on it (a call on another stream than the last
+  // waits on the GPU for it), but not calls captured into graphs, whose
+  // replays must not overlap. Calls that share a caller's workspace must not
+  // overlap on the GPU: the same stream, or streams ordered by events; to run
+  // concurrently on several streams, pass each its own.
   void* workspace = nullptr;
 };
 
@@ -110,9 +112,10 @@ class Plan {
   // legacy default stream). Checks the pointers against the contract and
   // returns kInvalidArgument without launching when one is null or
   // misaligned, or when args.batch exceeds the planned batch. A batch or k of
-  // 0 returns Ok and launches nothing. Thread-safe; graph-capturable; calls
-  // on several streams at once need a workspace each when the plan has
-  // workspace_bytes > 0 (see Args::workspace).
+  // 0 returns Ok and launches nothing. Thread-safe; graph-capturable; when
+  // the plan has workspace_bytes > 0, calls on several streams run one after
+  // another on the plan's own workspace unless each passes its own (see
+  // Args::workspace).
   virtual Status Run(const Args& args, void* stream) const = 0;
   virtual const Problem& problem() const = 0;
   virtual const PlanInfo& info() const = 0;

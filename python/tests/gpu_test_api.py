@@ -276,8 +276,8 @@ class ApiTest(unittest.TestCase):
     def test_workspace_per_stream(self):
         # The call path of plans with a workspace, on a plan given one here
         # (the kernel ignores it): a zeroed workspace from torch per stream,
-        # made on the first call there (a graph capture's included) and
-        # reused, and the results unchanged.
+        # made on the first eager call there and reused, none for a graph
+        # capture (the plan's own), and the results unchanged.
         from topk_tune import _library  # noqa: PLC0415
 
         x = torch.randn(8, 20000, device="cuda")
@@ -303,7 +303,37 @@ class ApiTest(unittest.TestCase):
         g.replay()
         torch.cuda.synchronize()
         self.assertTrue(same_values(x, outs, 100))
-        self.assertIn(capture, plan._workspaces._by_stream)
+        self.assertNotIn(capture, plan._workspaces._by_stream)
+
+    def test_grid_plan_eager_on_two_streams_and_in_a_graph(self):
+        # One long row: the grid family's default, whose plan needs a
+        # workspace. Eager calls on two streams, then a captured graph
+        # replayed three times (the plan's own workspace), then eager again
+        # on the capture's stream: exact every time.
+        x = torch.randn(1, 524288, device="cuda")
+        plan = self.lib.plan("f32", 1, 524288, 2048)
+        self.assertGreater(plan.workspace_bytes, 0, plan.variant)
+        self.assertTrue(plan.variant.startswith("grid_"), plan.variant)
+        self.assertTrue(same_values(x, plan(x), 2048))
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            self.assertTrue(same_values(x, plan(x), 2048))
+        torch.cuda.synchronize()
+        outs = plan.allocate_outputs()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            capture = torch.cuda.current_stream().cuda_stream
+            plan.run_into(x, outs)
+        self.assertNotIn(capture, plan._workspaces._by_stream)
+        for _ in range(3):
+            outs[0].fill_(-7)
+            g.replay()
+            torch.cuda.synchronize()
+            self.assertTrue(same_values(x, outs, 2048))
+        with torch.cuda.stream(torch.cuda.ExternalStream(capture)):
+            self.assertTrue(same_values(x, plan(x), 2048))
+        torch.cuda.synchronize()
 
     def test_topk_function(self):
         x = torch.randn(4, 6, 3000, device="cuda", dtype=torch.bfloat16)

@@ -44,12 +44,16 @@ class CountingAllocator:
             return Buffer(BASE + 0x1000 * len(self.calls))
 
 
+def NOT_CAPTURING(stream, device):
+    return False
+
+
 def workspace_plan(nbytes=4096, allocate=None, **problem):
     """make_plan's handle-less plan, given a workspace of `nbytes` as if the
     C API had reported one."""
     plan = make_plan(**problem)
     plan.workspace_bytes = nbytes
-    plan._workspaces = _library._Workspaces(nbytes, plan.library.device, allocate)
+    plan._workspaces = _library._Workspaces(nbytes, plan.library.device, allocate, NOT_CAPTURING)
     return plan
 
 
@@ -92,7 +96,7 @@ class SignatureTest(unittest.TestCase):
 class WorkspaceCacheTest(unittest.TestCase):
     def test_one_per_stream_made_once(self):
         alloc = CountingAllocator()
-        ws = _library._Workspaces(4096, 3, alloc)
+        ws = _library._Workspaces(4096, 3, alloc, NOT_CAPTURING)
         a = ws.pointer(0)
         b = ws.pointer(0x1234)
         self.assertNotEqual(a, b, "two streams share a workspace")
@@ -102,14 +106,30 @@ class WorkspaceCacheTest(unittest.TestCase):
         self.assertEqual(alloc.calls, [(4096, 3, 0), (4096, 3, 0x1234)])
         self.assertEqual(len(ws), 2)
 
+    def test_a_capture_takes_the_plans_own_and_caches_nothing(self):
+        alloc = CountingAllocator()
+        capturing = {0x9: True}
+        ws = _library._Workspaces(512, 1, alloc, lambda stream, device: capturing.get(stream, False))
+        self.assertEqual(ws.pointer(0x9), 0)  # captured: the plan's own, zeroed at plan time
+        self.assertEqual(alloc.calls, [])
+        self.assertEqual(len(ws), 0)
+        capturing[0x9] = False  # the same stream after its capture: a workspace of its own, zeroed eagerly
+        a = ws.pointer(0x9)
+        self.assertNotEqual(a, 0)
+        self.assertEqual(alloc.calls, [(512, 1, 0x9)])
+        capturing[0x9] = True
+        self.assertEqual(ws.pointer(0x9), 0)
+        capturing[0x9] = False
+        self.assertEqual(ws.pointer(0x9), a)
+
     def test_no_torch_means_the_plans_own(self):
-        ws = _library._Workspaces(64, 0, lambda nbytes, device, stream: None)
+        ws = _library._Workspaces(64, 0, lambda nbytes, device, stream: None, NOT_CAPTURING)
         self.assertEqual(ws.pointer(7), 0)
         self.assertEqual(len(ws), 1)  # not asked again
 
     def test_threads_on_one_stream_get_one_workspace(self):
         alloc = CountingAllocator()
-        ws = _library._Workspaces(256, 0, alloc)
+        ws = _library._Workspaces(256, 0, alloc, NOT_CAPTURING)
         start = threading.Barrier(8)
         got = []
 

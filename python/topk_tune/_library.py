@@ -115,6 +115,21 @@ def _torch_workspace(nbytes, device, stream):
         raise TopkError(code, f"{code.name.lower()}: workspace of {nbytes} bytes on cuda:{device}: {e}") from None
 
 
+def _torch_capturing(stream, device):
+    """Whether `stream` (an int CUstream, 0 for torch's default stream) is
+    capturing a CUDA graph; False without torch."""
+    try:
+        torch = _arrays.torch_module()
+    except TopkError:
+        return False
+    if stream == torch.cuda.current_stream(device).cuda_stream:
+        return torch.cuda.is_current_stream_capturing()
+    dev = torch.device("cuda", device)
+    s = torch.cuda.default_stream(device) if stream == 0 else torch.cuda.ExternalStream(stream, device=dev)
+    with torch.cuda.stream(s):
+        return torch.cuda.is_current_stream_capturing()
+
+
 _MISSING = object()
 
 
@@ -125,19 +140,25 @@ class _Workspaces:
     data_ptr(), or None for the plan's own) and reused afterwards, since
     every call leaves it zero. Calls on one stream are ordered on the GPU,
     so they may share one; calls on different streams never do. Kept for
-    the plan's life; a CUDA graph captures the workspace of the stream it
-    was captured on."""
+    the plan's life. A call captured into a CUDA graph (`capturing(stream,
+    device)`) takes the plan's own workspace instead, zeroed when the plan
+    was made and left zero by every launch: a block allocated during a
+    capture would be zeroed only when the graph replays, and the later
+    eager calls on that stream would find it unzeroed."""
 
-    def __init__(self, nbytes, device, allocate=None):
+    def __init__(self, nbytes, device, allocate=None, capturing=None):
         self.nbytes = nbytes
         self.device = device
         self._allocate = allocate or _torch_workspace
+        self._capturing = capturing or _torch_capturing
         self._by_stream = {}
         self._lock = threading.Lock()
 
     def pointer(self, stream):
         """The workspace's address for a call on `stream` (an int), or 0 for
         the plan's own."""
+        if self._capturing(stream, self.device):
+            return 0
         ws = self._by_stream.get(stream, _MISSING)  # a dict read is atomic; the lock guards the insertion
         if ws is _MISSING:
             with self._lock:

@@ -37,8 +37,10 @@ constexpr int kDigit = 8;
 constexpr int kBins = 1 << kDigit;
 constexpr int kShWords = 128;  // scalars (0..15, 48..49), a small bin's list (16..47), warp sums (64..127)
 constexpr int kMaxSample = 1024;  // sample vectors
-constexpr int kRecoveryHists = 4;
-constexpr u32 kDirectRank = 256;  // the last CTA ranks a bin of at most this many keys (and a quarter of the room) directly  // the recovery's digit passes, one histogram each (32-bit keys: 4)
+constexpr int kRecoveryHists = 4;  // the recovery's digit passes, one histogram each (32-bit keys: 4)
+// The last CTA ranks a bin of at most this many keys (and a quarter of the
+// room) directly.
+constexpr u32 kDirectRank = 256;
 // Per row: 8 counters, the threshold pass's histogram and the recovery's,
 // then the candidates' keys and columns (2 x TopkArgs::buffer words).
 constexpr int kRowWords = 8 + kBins * (1 + kRecoveryHists);
