@@ -20,7 +20,7 @@ struct Registry {
     // The built-in families, in the order DefaultConfig consults them: a
     // family's Default() declines the problems it should not serve.
     families.push_back(MakeWarpFamily());
-    families.push_back(MakeGridFamily());      // before resident: its default serves one long row
+    families.push_back(MakeGridFamily());      // before resident: its default serves a few long rows
     families.push_back(MakeResidentFamily());  // before radix: its default serves rows up to 8192
     families.push_back(MakeFilterFamily());    // before radix: its default serves many long rows
     families.push_back(MakeRadixFamily());

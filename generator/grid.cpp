@@ -104,7 +104,7 @@ class Grid final : public Family {
     (void)opts;
     std::vector<Config> out;
     for (int ctas : Specs()[2].values) {
-      if (p.batch * ctas > arch.sm_count || p.n / ctas < kMinSliceElements) continue;
+      if (p.n / ctas < kMinSliceElements) continue;  // ValidateFor below keeps batch x ctas within the SMs
       for (int b : Specs()[0].values) {
         const int items = FitItems(p.dtype, b, ctas, p.n);
         if (items == 0) continue;

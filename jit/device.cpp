@@ -283,7 +283,7 @@ Status PrepareFunction(CUfunction f, const LaunchShape& s, int max_smem_optin) {
   return Status::Ok();
 }
 
-Status CheckFits(CUfunction f, const LaunchShape& s) {
+Status CheckFits(CUfunction f, const LaunchShape& s, int sm_count) {
   if (s.cluster <= 1) {
     int blocks = 0;
     TOPK_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, &blocks, f, static_cast<int>(s.block),
@@ -292,6 +292,11 @@ Status CheckFits(CUfunction f, const LaunchShape& s) {
       return Status(Code::kResourceExhausted, "cuOccupancyMaxActiveBlocksPerMultiprocessor",
                     "a block of " + std::to_string(s.block) + " threads with " + std::to_string(s.smem_bytes) +
                         " B shared memory does not fit on one SM");
+    if (s.cooperative && static_cast<int64_t>(blocks) * sm_count < s.grid)
+      return Status(Code::kResourceExhausted, "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+                    "a cooperative grid of " + std::to_string(s.grid) + " CTAs of " + std::to_string(s.block) +
+                        " threads does not fit at once: " + std::to_string(blocks) + " a SM on " +
+                        std::to_string(sm_count) + " SMs");
     return Status::Ok();
   }
   TOPK_ASSIGN_OR_RETURN(const int clusters, ResidentClusters(f, s));
@@ -302,22 +307,12 @@ Status CheckFits(CUfunction f, const LaunchShape& s) {
   return Status::Ok();
 }
 
-Status CheckCoResident(CUfunction f, const LaunchShape& s, int sm_count) {
-  int blocks = 0;
-  TOPK_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, &blocks, f, static_cast<int>(s.block),
-          static_cast<size_t>(s.smem_bytes));
-  if (static_cast<int64_t>(blocks) * sm_count < s.grid)
-    return Status(Code::kResourceExhausted, "CheckCoResident",
-                  "a cooperative grid of " + std::to_string(s.grid) + " CTAs of " + std::to_string(s.block) +
-                      " threads does not fit at once: " + std::to_string(blocks) + " a SM on " +
-                      std::to_string(sm_count) + " SMs");
-  return Status::Ok();
-}
-
 namespace {
 
-// The launch configuration of a cluster launch (its one attribute in *attr).
-CUlaunchConfig ClusterConfig(const LaunchShape& s, unsigned grid, CUstream stream, CUlaunchAttribute* attr) {
+// The launch configuration of a launch with one attribute (in *attr): the
+// cooperative one for a cooperative shape, else its cluster dimension (no
+// family combines the two).
+CUlaunchConfig ExConfig(const LaunchShape& s, unsigned grid, CUstream stream, CUlaunchAttribute* attr) {
   CUlaunchConfig cfg = {};
   cfg.gridDimX = grid;
   cfg.gridDimY = cfg.gridDimZ = 1;
@@ -325,10 +320,16 @@ CUlaunchConfig ClusterConfig(const LaunchShape& s, unsigned grid, CUstream strea
   cfg.blockDimY = cfg.blockDimZ = 1;
   cfg.sharedMemBytes = static_cast<unsigned>(s.smem_bytes);
   cfg.hStream = stream;
-  attr->id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-  attr->value.clusterDim.x = s.cluster;
-  attr->value.clusterDim.y = 1;
-  attr->value.clusterDim.z = 1;
+  *attr = {};
+  if (s.cooperative) {
+    attr->id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attr->value.cooperative = 1;
+  } else {
+    attr->id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr->value.clusterDim.x = s.cluster;
+    attr->value.clusterDim.y = 1;
+    attr->value.clusterDim.z = 1;
+  }
   cfg.attrs = attr;
   cfg.numAttrs = 1;
   return cfg;
@@ -338,7 +339,7 @@ CUlaunchConfig ClusterConfig(const LaunchShape& s, unsigned grid, CUstream strea
 
 StatusOr<int> ResidentClusters(CUfunction f, const LaunchShape& s) {
   CUlaunchAttribute attr;
-  const CUlaunchConfig cfg = ClusterConfig(s, s.cluster, nullptr, &attr);
+  const CUlaunchConfig cfg = ExConfig(s, s.cluster, nullptr, &attr);
   int clusters = 0;
   TOPK_CU(cuOccupancyMaxActiveClusters, &clusters, f, &cfg);
   return clusters;
@@ -348,30 +349,13 @@ Status Launch(CUfunction f, const LaunchShape& s, void* params, size_t params_si
   (void)params_size;  // the kernels take one struct by value
   void* kernel_params[] = {params};
   if (s.grid == 0) return Status::Ok();
-  if (s.cooperative) {
-    // Cluster and cooperative attributes are not combined by any family.
-    CUlaunchConfig cfg = {};
-    cfg.gridDimX = s.grid;
-    cfg.gridDimY = cfg.gridDimZ = 1;
-    cfg.blockDimX = s.block;
-    cfg.blockDimY = cfg.blockDimZ = 1;
-    cfg.sharedMemBytes = static_cast<unsigned>(s.smem_bytes);
-    cfg.hStream = stream;
-    CUlaunchAttribute attr = {};
-    attr.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
-    attr.value.cooperative = 1;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    TOPK_CU(cuLaunchKernelEx, &cfg, f, kernel_params, nullptr);
-    return Status::Ok();
-  }
-  if (s.cluster <= 1) {
+  if (s.cluster <= 1 && !s.cooperative) {
     TOPK_CU(cuLaunchKernel, f, s.grid, 1, 1, s.block, 1, 1, static_cast<unsigned>(s.smem_bytes), stream, kernel_params,
             nullptr);
     return Status::Ok();
   }
   CUlaunchAttribute attr;
-  const CUlaunchConfig cfg = ClusterConfig(s, s.grid, stream, &attr);
+  const CUlaunchConfig cfg = ExConfig(s, s.grid, stream, &attr);
   TOPK_CU(cuLaunchKernelEx, &cfg, f, kernel_params, nullptr);
   return Status::Ok();
 }

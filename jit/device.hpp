@@ -117,12 +117,10 @@ LaunchShape StageShape(const gen::Stage& stage, int64_t batch);
 // when needed. Idempotent; call before launching.
 Status PrepareFunction(CUfunction f, const LaunchShape& s, int max_smem_optin);
 
-// Whether at least one cluster (or CTA) of this shape fits on the device.
-Status CheckFits(CUfunction f, const LaunchShape& s);
-
-// Whether every CTA of a cooperative launch of shape `s` is resident at once
-// on a device of `sm_count` SMs (kResourceExhausted naming the counts if not).
-Status CheckCoResident(CUfunction f, const LaunchShape& s, int sm_count);
+// Whether at least one cluster (or CTA) of this shape fits on the device,
+// and for a cooperative shape every CTA at once on its `sm_count` SMs
+// (kResourceExhausted naming the counts if not).
+Status CheckFits(CUfunction f, const LaunchShape& s, int sm_count);
 
 // How many clusters of launch shape `s` (a cluster attribute of s.cluster
 // CTAs, 1 included) can be co-resident on the device

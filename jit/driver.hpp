@@ -23,8 +23,8 @@ namespace topk::jit {
   X(cuMemsetD8Async)                                                                                      \
   X(cuMemGetInfo) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamBeginCapture)      \
   X(cuStreamEndCapture) X(cuStreamIsCapturing) X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy) \
-  X(cuGraphDestroy) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuStreamWaitEvent)               \
-  X(cuEventElapsedTime) X(cuPointerGetAttribute)
+  X(cuGraphDestroy) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize)               \
+  X(cuEventElapsedTime) X(cuPointerGetAttribute) X(cuStreamWaitEvent)
 
 // Function pointers of the driver; each member has the name of the API
 // function (cuda.h's versioned macros pick the right symbol).

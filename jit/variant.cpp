@@ -48,8 +48,7 @@ StatusOr<PreparedVariant> PreparedVariant::Make(const gen::Config& c, const Prob
                         std::to_string(kernels.size()) + " loaded");
     const LaunchShape shape = StageShape(st, p.batch);
     TOPK_RETURN_IF_ERROR(PrepareFunction(kernels[st.kernel], shape, arch.max_smem_optin));
-    TOPK_RETURN_IF_ERROR(CheckFits(kernels[st.kernel], shape));
-    if (shape.cooperative) TOPK_RETURN_IF_ERROR(CheckCoResident(kernels[st.kernel], shape, arch.sm_count));
+    TOPK_RETURN_IF_ERROR(CheckFits(kernels[st.kernel], shape, arch.sm_count));
     v.stage_fns_.push_back(kernels[st.kernel]);
   }
   if (v.plan_.workspace_bytes > 0) {
@@ -103,10 +102,7 @@ LaunchShape PreparedVariant::shape() const {
 Status PreparedVariant::Launch(const void* input, const int32_t* ranges, int32_t* indices, void* values,
                                int64_t batch, CUstream stream, void* workspace) const {
   if (batch <= 0 || problem_.k == 0) return Status::Ok();
-  if (!workspace && workspace_) workspace = workspace_->ptr();
-  if (plan_.workspace_bytes > 0 && !workspace)
-    return Status(Code::kInvalidArgument, "PreparedVariant::Launch",
-                  "the plan needs a workspace of " + std::to_string(plan_.workspace_bytes) + " bytes");
+  if (!workspace && workspace_) workspace = workspace_->ptr();  // Make allocated it when the plan has one
   for (size_t i = 0; i < stage_fns_.size(); ++i) {
     const gen::Stage& st = plan_.stages[i];
     TopkArgs a = base_args_;

@@ -87,18 +87,25 @@ def _swapped(val, idx, dtype):
         return False
 
 
+def _on_stream(torch, stream, device, fn):
+    """fn() with `stream` (an int CUstream) current on cuda:`device`. A stream
+    of 0 is torch's default stream (torch.cuda.ExternalStream(0) would be a
+    new stream from torch's pool)."""
+    if stream == torch.cuda.current_stream(device).cuda_stream:
+        return fn()
+    dev = torch.device("cuda", device)
+    s = torch.cuda.default_stream(device) if stream == 0 else torch.cuda.ExternalStream(stream, device=dev)
+    with torch.cuda.stream(s):
+        return fn()
+
+
 def _zeroed_workspace(torch, nbytes, device, stream):
     """A zeroed uint8 tensor of `nbytes` on cuda:`device` from torch's caching
     allocator, zeroed on `stream` (an int CUstream), so that the zeroing is
     ordered before the first launch that uses it there and the allocator
-    ties the block to that stream. A stream of 0 is torch's default stream
-    (torch.cuda.ExternalStream(0) would be a new stream from torch's pool)."""
+    ties the block to that stream."""
     dev = torch.device("cuda", device)
-    if stream == torch.cuda.current_stream(device).cuda_stream:
-        return torch.zeros(nbytes, dtype=torch.uint8, device=dev)
-    s = torch.cuda.default_stream(device) if stream == 0 else torch.cuda.ExternalStream(stream, device=dev)
-    with torch.cuda.stream(s):
-        return torch.zeros(nbytes, dtype=torch.uint8, device=dev)
+    return _on_stream(torch, stream, device, lambda: torch.zeros(nbytes, dtype=torch.uint8, device=dev))
 
 
 def _torch_workspace(nbytes, device, stream):
@@ -122,12 +129,7 @@ def _torch_capturing(stream, device):
         torch = _arrays.torch_module()
     except TopkError:
         return False
-    if stream == torch.cuda.current_stream(device).cuda_stream:
-        return torch.cuda.is_current_stream_capturing()
-    dev = torch.device("cuda", device)
-    s = torch.cuda.default_stream(device) if stream == 0 else torch.cuda.ExternalStream(stream, device=dev)
-    with torch.cuda.stream(s):
-        return torch.cuda.is_current_stream_capturing()
+    return _on_stream(torch, stream, device, torch.cuda.is_current_stream_capturing)
 
 
 _MISSING = object()
@@ -180,9 +182,9 @@ class Plan:
     `problem`); variant (kernel id), dispatch
     ("exact", "nearest" or "default"), tuned_shape, tuned_median_us, plan_ms,
     binary_from_cache, workspace_bytes (global scratch a call needs, 0 for
-    most plans: when above 0, each call uses a zeroed workspace from torch's
-    caching allocator, one per stream, allocated on the plan's first call on
-    that stream and reused); library.
+    most plans: when above 0, each eager call uses a zeroed workspace from
+    torch's caching allocator, one per stream, allocated on the plan's first
+    call on that stream and reused; a captured call the plan's own); library.
     """
 
     def __init__(self, library, handle, problem):
@@ -253,7 +255,8 @@ class Plan:
         dtype likewise, as a pair (values, indices) when the plan writes
         values). Allocates nothing, so it can be captured in a CUDA graph
         (a plan with workspace_bytes > 0 allocates its workspace for a stream
-        once, at its first call there, inside a capture too).
+        once, at its first eager call there; a captured call uses the plan's
+        own).
         Ranges come only as `ranges` here (lengths would need a conversion,
         which allocates: use __call__ or topk_tune.topk for them).
 
