@@ -18,7 +18,12 @@ are over `--reps` such pairs. torch.topk and topk-tune are timed this way on
 the same tensor in the same run, and their exactness is checked as for the
 other rows (once per shape, before any timing).
 
+`--plain-too` also times each plan on a library opened with
+programmatic_launch=False (plain launches, no programmatic dependent launch),
+in the same run on the same tensors: column "plain".
+
   python3 bench/compare_torch.py [--db tuning.db] [--json out.json] [--torch-only] [--l2-flush [hot|all]]
+                                 [--plain-too]
 """
 import argparse
 import json
@@ -162,16 +167,20 @@ def main():
                     help="also time each L2-hot shape (hot, the default when given without a value) or every "
                          "shape (all) with the L2 flushed before each call: a second row with l2 = flush")
     ap.add_argument("--torch-only", action="store_true", help="time torch.topk only")
+    ap.add_argument("--plain-too", action="store_true",
+                    help="also time each plan with plain launches (programmatic_launch=False)")
     ap.add_argument("--baselines-out", default="",
                     help="write the torch.topk times as JSON Lines for `topk-tune import` (report baselines)")
     args = ap.parse_args()
 
-    lib = None
+    lib = lib_plain = None
     if not args.torch_only:
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
         import topk_tune  # noqa: E402
 
         lib = topk_tune.Library(cache_path=args.db or None)
+        if args.plain_too:
+            lib_plain = topk_tune.Library(cache_path=args.db or None, programmatic_launch=False)
 
     dev = torch.cuda.get_device_name(0)
     print(f"device: {dev}; torch {torch.__version__}")
@@ -193,7 +202,7 @@ def main():
         xs = make_inputs(dt, b, n, ncopies, name == "sampling")
         # This shape's own L2 mode, then (when asked) the flushed one on xs[0].
         modes = [l2] + (["flush"] if args.l2_flush == "all" or (args.l2_flush == "hot" and l2 == "hot") else [])
-        plan = outs = rg = None
+        plan = outs = rg = plain = None
         ok = None
         if lib is not None:
             if ranges:
@@ -207,6 +216,11 @@ def main():
             got = torch.gather(xs[0].float(), 1, got_idx.long()).sort(dim=-1).values
             ok = bool(torch.equal(got, ref))
             outs = plan.allocate_outputs()
+            if lib_plain is not None:
+                plain = lib_plain.plan(dtype=dt, batch=b, n=n, k=k, ranges=ranges, values=values)
+                pout = plain(xs[0], ranges=rg)
+                pidx = pout.indices if values else pout
+                ok = ok and bool(torch.equal(torch.gather(xs[0].float(), 1, pidx.long()).sort(dim=-1).values, ref))
         for mode in modes:
             row = {"workload": name, "dtype": dt, "batch": b, "n": n, "k": k, "ranges": ranges, "values": values,
                    "l2": mode, "target_us": target, "input_bytes": nbytes}
@@ -233,8 +247,16 @@ def main():
                     o_med, o_p10, o_p90 = time_graph(fns, args.reps)
                 row.update({"ours_us": o_med, "ours_p10": o_p10, "ours_p90": o_p90, "variant": plan.variant,
                             "dispatch": plan.dispatch, "exact": ok, "speedup": t_med / o_med})
+            if plain is not None:
+                if mode == "flush":
+                    (p_med, _, _), _ = time_flushed(
+                        lambda x=xs[0]: plain.run_into(x, outs, ranges=rg), flush, args.reps, args.launches)
+                else:
+                    fns = [(lambda x=xs[i % ncopies]: plain.run_into(x, outs, ranges=rg)) for i in range(per_graph)]
+                    p_med, _, _ = time_graph(fns, args.reps)
+                row["plain_us"] = p_med
             rows.append(row)
-        del xs, plan, outs, rg
+        del xs, plan, outs, rg, plain
         torch.cuda.empty_cache()
 
     print()
@@ -245,15 +267,17 @@ def main():
             print(f"| {r['workload']} | {r['batch']} x {r['n']}, {r['k']}{', bf16' if r['dtype']=='bf16' else ''} "
                   f"| {r['l2']} | {r['torch_us']:.1f} us | {r['target_us']} us |")
     else:
+        plain_col = lib_plain is not None
         print("| workload | batch x n, k | L2 | torch.topk | topk-tune | speed-up | target | met | exact "
-              "| variant (dispatch) |")
-        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+              f"| variant (dispatch) |{' plain |' if plain_col else ''}")
+        print(f"| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |{' --- |' if plain_col else ''}")
         for r in rows:
             met = "yes" if r["ours_us"] <= r["target_us"] else "no"
+            extra = f" {r['plain_us']:.2f} us |" if plain_col else ""
             print(f"| {r['workload']} | {r['batch']} x {r['n']}, {r['k']}{', bf16' if r['dtype']=='bf16' else ''}"
                   f"{', values' if r['values'] else ''} | {r['l2']} | {r['torch_us']:.1f} us | {r['ours_us']:.2f} us "
                   f"[{r['ours_p10']:.2f}, {r['ours_p90']:.2f}] | {r['speedup']:.1f}x | {r['target_us']} us | {met} "
-                  f"| {r['exact']} | {r['variant']} ({r['dispatch']}) |")
+                  f"| {r['exact']} | {r['variant']} ({r['dispatch']}) |{extra}")
         print()
         print(f"Achieved input bandwidth (input bytes read once / median) against the copy's "
               f"{copy_bw / 1e12:.2f} TB/s; L2-hot rows are bounded by L2, not HBM"

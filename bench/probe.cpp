@@ -4,6 +4,8 @@
 //
 //   topk-probe --shape f32:64x32768:2048:ranges --variant default --variant radix_f32_b1024_r11_s4096_c2_t2_m1_i0
 //   topk-probe --targets            (the issue-6 target shapes, a built-in candidate list)
+//   topk-probe --shape f32:1x524288:2048:ranges --variant default --launch both
+//                                    (each variant with plain and programmatic launches)
 #include <atomic>
 #include <cstdio>
 #include <thread>
@@ -125,6 +127,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> variants;
   std::string cubins = "/tmp/topk-probe-cubins";
   bool verify = true;
+  // Programmatic dependent launch (gen::Arch::programmatic_launch) per timing.
+  std::vector<bool> launch_modes = {true};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -148,6 +152,15 @@ int main(int argc, char** argv) {
       cubins = next();
     } else if (a == "--define") {
       g_defines.push_back(next());
+    } else if (a == "--launch") {
+      const std::string v = next();
+      if (v == "plain") launch_modes = {false};
+      else if (v == "programmatic") launch_modes = {true};
+      else if (v == "both") launch_modes = {false, true};
+      else {
+        std::fprintf(stderr, "--launch: plain, programmatic or both, got '%s'\n", v.c_str());
+        return 2;
+      }
     } else if (a == "--no-verify") {
       verify = false;
     } else if (a == "--targets") {
@@ -162,7 +175,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: topk-probe (--shape DT:BxN:K[:ranges][:values][:smallest][:sorted][:deterministic][:rotate][:dist=D])... "
-                   "[--variant ID|default|all]... [--targets] [--cubins DIR] [--no-verify] [--define NAME[=VALUE]]...\n");
+                   "[--variant ID|default|all]... [--targets] [--launch plain|programmatic|both] [--cubins DIR] [--no-verify] [--define NAME[=VALUE]]...\n");
       return 2;
     }
   }
@@ -234,35 +247,41 @@ int main(int argc, char** argv) {
     double best = 1e30;
     std::string best_id;
     for (const gen::Config& c : cs) {
-      auto v = jit::LoadVariant(ks, c, s.p, arch, nullptr, -1, WithDefines);
-      if (!v.ok()) {
-        std::printf("  %-44s %s\n", c.Id().c_str(), v.status().ToString().substr(0, 300).c_str());
-        continue;
-      }
-      if (verify) {
-        Status st = tuner::RunAndCheck(*v, &*dc, nullptr);
-        if (!st.ok()) {
-          ++failures;
-          std::printf("  %-44s WRONG %s\n", c.Id().c_str(), st.ToString().substr(0, 300).c_str());
-          if (st.code() != Code::kWrongResult) return 4;
+      for (const bool programmatic : launch_modes) {
+        gen::Arch la = arch;
+        la.programmatic_launch = programmatic;
+        const std::string label =
+            launch_modes.size() > 1 ? c.Id() + (la.programmatic() ? " pdl" : " plain") : c.Id();
+        auto v = jit::LoadVariant(ks, c, s.p, la, nullptr, -1, WithDefines);
+        if (!v.ok()) {
+          std::printf("  %-50s %s\n", label.c_str(), v.status().ToString().substr(0, 300).c_str());
           continue;
         }
-      }
-      tuner::MeasureSettings ms;
-      ms.l2_mode = s.l2;
-      auto t = tuner::TimeVariant(*v, &*dc, ms, info->l2_bytes, nullptr);
-      if (!t.ok()) {
-        std::printf("  %-44s time: %s\n", c.Id().c_str(), t.status().ToString().c_str());
-        continue;
-      }
-      std::printf("  %-44s %9.2f us  [p10 %.2f p90 %.2f]\n", c.Id().c_str(), t->median, t->p10, t->p90);
-      if (trace) {
-        auto fn = ks.Function(Source(c));  // loaded already: the variant's first kernel
-        if (fn.ok()) PrintTrace(*fn);
-      }
-      if (t->median < best) {
-        best = t->median;
-        best_id = c.Id();
+        if (verify) {
+          Status st = tuner::RunAndCheck(*v, &*dc, nullptr);
+          if (!st.ok()) {
+            ++failures;
+            std::printf("  %-50s WRONG %s\n", label.c_str(), st.ToString().substr(0, 300).c_str());
+            if (st.code() != Code::kWrongResult) return 4;
+            continue;
+          }
+        }
+        tuner::MeasureSettings ms;
+        ms.l2_mode = s.l2;
+        auto t = tuner::TimeVariant(*v, &*dc, ms, info->l2_bytes, nullptr);
+        if (!t.ok()) {
+          std::printf("  %-50s time: %s\n", label.c_str(), t.status().ToString().c_str());
+          continue;
+        }
+        std::printf("  %-50s %9.2f us  [p10 %.2f p90 %.2f]\n", label.c_str(), t->median, t->p10, t->p90);
+        if (trace) {
+          auto fn = ks.Function(Source(c));  // loaded already: the variant's first kernel
+          if (fn.ok()) PrintTrace(*fn);
+        }
+        if (t->median < best) {
+          best = t->median;
+          best_id = label;
+        }
       }
     }
     if (!best_id.empty()) std::printf("  best: %s %.2f us\n", best_id.c_str(), best);

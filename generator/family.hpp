@@ -63,6 +63,11 @@ struct LaunchPlan {
   // Global scratch the stages share (TopkArgs::workspace), 0 for none. It
   // must be zero before the first launch; every launch leaves it zero.
   size_t workspace_bytes = 0;
+  // Every stage's kernel calls await_prior_grids() (templates/topk/types.cuh)
+  // before it touches global memory, so the jit may launch it with
+  // programmatic dependent launch (gen::Arch::programmatic()); a kernel that
+  // does not wait must leave this false.
+  bool awaits_prior_grids = false;
 };
 
 class Family {

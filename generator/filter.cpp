@@ -368,7 +368,7 @@ class Filter final : public Family {
     }
     if (c.cluster == 1) s.args.rounds = c.guess;  // filter_select.cuh: a guessed start
     s.args.smem_bytes = s.smem_bytes;
-    return LaunchPlan{{s}};
+    return LaunchPlan{{s}, 0, /*awaits_prior_grids=*/true};
   }
 };
 

@@ -198,6 +198,7 @@ class Grid final : public Family {
     s.args.smem_bytes = c.smem_bytes();
     LaunchPlan plan{{s}};
     plan.workspace_bytes = c.workspace_bytes(p.batch);
+    plan.awaits_prior_grids = true;
     return plan;
   }
 };

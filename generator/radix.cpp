@@ -276,7 +276,7 @@ class Radix final : public Family {
       s.smem_bytes = fixed + static_cast<int>(cap) * key_bytes;
     }
     s.args.smem_bytes = s.smem_bytes;
-    return LaunchPlan{{s}};
+    return LaunchPlan{{s}, 0, /*awaits_prior_grids=*/true};
   }
 
   // A one-CTA winner whose candidate buffer left room for speculative

@@ -363,7 +363,7 @@ class Resident final : public Family {
     s.rows_per_cta = c.rows_per_cta();
     s.cluster = static_cast<unsigned>(c.cluster);
     s.smem_bytes = c.shared_bytes();
-    return LaunchPlan{{s}};
+    return LaunchPlan{{s}, 0, /*awaits_prior_grids=*/true};
   }
 };
 

@@ -113,7 +113,7 @@ class Warp final : public Family {
     Stage s;
     s.block = static_cast<unsigned>(cfg.Get("block_threads"));
     s.rows_per_cta = cfg.Get("block_threads") / 32;
-    return LaunchPlan{{s}};
+    return LaunchPlan{{s}, 0, /*awaits_prior_grids=*/true};
   }
 
   // A winner carries over only to rows of its own length class (the same

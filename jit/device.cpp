@@ -309,10 +309,10 @@ Status CheckFits(CUfunction f, const LaunchShape& s, int sm_count) {
 
 namespace {
 
-// The launch configuration of a launch with one attribute (in *attr): the
-// cooperative one for a cooperative shape, else its cluster dimension (no
-// family combines the two).
-CUlaunchConfig ExConfig(const LaunchShape& s, unsigned grid, CUstream stream, CUlaunchAttribute* attr) {
+// The launch configuration of a launch with its attributes (up to two, in
+// attrs[]): cooperative or a cluster dimension (no family combines the two),
+// and programmatic stream serialization for a programmatic launch.
+CUlaunchConfig ExConfig(const LaunchShape& s, unsigned grid, CUstream stream, CUlaunchAttribute (&attrs)[2]) {
   CUlaunchConfig cfg = {};
   cfg.gridDimX = grid;
   cfg.gridDimY = cfg.gridDimZ = 1;
@@ -320,26 +320,41 @@ CUlaunchConfig ExConfig(const LaunchShape& s, unsigned grid, CUstream stream, CU
   cfg.blockDimY = cfg.blockDimZ = 1;
   cfg.sharedMemBytes = static_cast<unsigned>(s.smem_bytes);
   cfg.hStream = stream;
-  *attr = {};
+  attrs[0] = {};
+  attrs[1] = {};
+  unsigned n = 0;
   if (s.cooperative) {
-    attr->id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
-    attr->value.cooperative = 1;
-  } else {
-    attr->id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr->value.clusterDim.x = s.cluster;
-    attr->value.clusterDim.y = 1;
-    attr->value.clusterDim.z = 1;
+    attrs[n].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attrs[n++].value.cooperative = 1;
+  } else if (s.cluster > 1) {
+    attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attrs[n].value.clusterDim.x = s.cluster;
+    attrs[n].value.clusterDim.y = 1;
+    attrs[n++].value.clusterDim.z = 1;
   }
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  if (s.programmatic) {
+    attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attrs[n++].value.programmaticStreamSerializationAllowed = 1;
+  }
+  cfg.attrs = attrs;
+  cfg.numAttrs = n;
   return cfg;
 }
 
 }  // namespace
 
 StatusOr<int> ResidentClusters(CUfunction f, const LaunchShape& s) {
-  CUlaunchAttribute attr;
-  const CUlaunchConfig cfg = ExConfig(s, s.cluster, nullptr, &attr);
+  LaunchShape one = s;
+  one.cluster = std::max(s.cluster, 1u);
+  one.cooperative = false;
+  one.programmatic = false;
+  CUlaunchAttribute attrs[2];
+  CUlaunchConfig cfg = ExConfig(one, one.cluster, nullptr, attrs);
+  if (one.cluster == 1) {  // the dimension attribute of a 1-CTA cluster
+    attrs[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attrs[0].value.clusterDim = {1, 1, 1};
+    cfg.numAttrs = 1;
+  }
   int clusters = 0;
   TOPK_CU(cuOccupancyMaxActiveClusters, &clusters, f, &cfg);
   return clusters;
@@ -349,13 +364,13 @@ Status Launch(CUfunction f, const LaunchShape& s, void* params, size_t params_si
   (void)params_size;  // the kernels take one struct by value
   void* kernel_params[] = {params};
   if (s.grid == 0) return Status::Ok();
-  if (s.cluster <= 1 && !s.cooperative) {
+  if (s.cluster <= 1 && !s.cooperative && !s.programmatic) {
     TOPK_CU(cuLaunchKernel, f, s.grid, 1, 1, s.block, 1, 1, static_cast<unsigned>(s.smem_bytes), stream, kernel_params,
             nullptr);
     return Status::Ok();
   }
-  CUlaunchAttribute attr;
-  const CUlaunchConfig cfg = ExConfig(s, s.grid, stream, &attr);
+  CUlaunchAttribute attrs[2];
+  const CUlaunchConfig cfg = ExConfig(s, s.grid, stream, attrs);
   TOPK_CU(cuLaunchKernelEx, &cfg, f, kernel_params, nullptr);
   return Status::Ok();
 }

@@ -33,6 +33,9 @@ StatusOr<PreparedVariant> PreparedVariant::Make(const gen::Config& c, const Prob
   v.config_ = c;
   v.problem_ = p;
   v.sort_ = p.sorted ? sort : nullptr;
+  // The common passes after the plan wait for it on the GPU; the plan's own
+  // kernels may be launched before their predecessor ends only if they do.
+  v.programmatic_ = arch.programmatic();
   v.plan_ = gen::PlanLaunch(c, p, arch, max_cache_keys);
   if (v.plan_.stages.empty())
     return Status(Code::kInternal, "PreparedVariant", "family " + c.family + " planned no launch for " + c.Id());
@@ -96,7 +99,9 @@ StatusOr<PreparedVariant> PreparedVariant::Make(const gen::Config& c, const Prob
 }
 
 LaunchShape PreparedVariant::shape() const {
-  return plan_.stages.empty() ? LaunchShape{} : StageShape(plan_.stages.front(), problem_.batch);
+  LaunchShape s = plan_.stages.empty() ? LaunchShape{} : StageShape(plan_.stages.front(), problem_.batch);
+  s.programmatic = programmatic_ && plan_.awaits_prior_grids;
+  return s;
 }
 
 Status PreparedVariant::Launch(const void* input, const int32_t* ranges, int32_t* indices, void* values,
@@ -116,7 +121,9 @@ Status PreparedVariant::Launch(const void* input, const int32_t* ranges, int32_t
     a.out_val = values;
     a.batch = static_cast<int>(batch);
     a.workspace = plan_.workspace_bytes > 0 ? workspace : nullptr;
-    TOPK_RETURN_IF_ERROR(jit::Launch(stage_fns_[i], StageShape(st, batch), &a, sizeof(a), stream));
+    LaunchShape shape = StageShape(st, batch);
+    shape.programmatic = programmatic_ && plan_.awaits_prior_grids;
+    TOPK_RETURN_IF_ERROR(jit::Launch(stage_fns_[i], shape, &a, sizeof(a), stream));
   }
   // The passes after the plan: one CTA per row over the finished output.
   auto row_pass = [&](CUfunction fn, LaunchShape shape, auto args) {
@@ -125,6 +132,7 @@ Status PreparedVariant::Launch(const void* input, const int32_t* ranges, int32_t
     args.val = values;
     args.batch = static_cast<int>(batch);
     shape.grid = static_cast<unsigned>(batch);
+    shape.programmatic = programmatic_;
     return jit::Launch(fn, shape, &args, sizeof(args), stream);
   };
   if (ties_) {

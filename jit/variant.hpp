@@ -64,6 +64,7 @@ class PreparedVariant {
   Problem problem_;
   gen::LaunchPlan plan_;
   std::vector<CUfunction> stage_fns_;  // one per plan stage
+  bool programmatic_ = false;  // gen::Arch::programmatic()
   CUfunction sort_ = nullptr;
   TopkArgs base_args_ = {};  // the problem's fields; each stage adds its knobs
   LaunchShape sort_shape_;

@@ -58,6 +58,7 @@ void topk_options_init(topk_options* o) {
   o->cache_path = nullptr;
   o->allow_same_arch = 0;
   o->write_back = 1;
+  o->programmatic_launch = 1;
 }
 
 void topk_problem_init(topk_problem* p) {
@@ -76,6 +77,7 @@ int topk_library_open(const topk_options* options, topk_library** out, char** er
   o.cache_path = options->cache_path ? options->cache_path : "";
   o.allow_same_arch = options->allow_same_arch != 0;
   o.write_back = options->write_back != 0;
+  o.programmatic_launch = options->programmatic_launch != 0;
   auto lib = topk::Library::Open(o);
   if (!lib.ok()) return Fail(lib.status(), err);
   auto* h = new (std::nothrow) topk_library;

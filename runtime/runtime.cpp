@@ -107,6 +107,7 @@ class LibraryImpl final : public Library {
       return Status(Code::kUnimplemented, "Library::Open",
                     lib->info_.name + " is " + lib->info_.ArchName() + "; topk-tune needs sm_80 or newer");
     lib->arch_ = lib->info_.ToArch();
+    lib->arch_.programmatic_launch = o.programmatic_launch;
     lib->description_ = lib->info_.name + " " + lib->info_.ArchName() + " " + std::to_string(lib->info_.sm_count) + " SMs";
     if (!o.cache_path.empty()) {
       auto c = o.write_back ? cache::Cache::Open(o.cache_path) : cache::Cache::OpenReadOnly(o.cache_path);

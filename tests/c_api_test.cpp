@@ -103,6 +103,7 @@ TEST(CApiTest, OptionsInitDefaults) {
   EXPECT_EQ(o.cache_path, nullptr);
   EXPECT_EQ(o.allow_same_arch, 0);
   EXPECT_EQ(o.write_back, 1);
+  EXPECT_EQ(o.programmatic_launch, 1);
   topk_options_init(nullptr);  // allowed, does nothing
 }
 

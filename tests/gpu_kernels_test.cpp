@@ -13,8 +13,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <optional>
+#include <random>
 #include <thread>
 
 #include "generator/config.hpp"
@@ -620,6 +622,88 @@ TEST_F(GpuKernelsTest, DeterministicModeTakesTheLowestIndexTiesInEveryFamily) {
   std::printf("\n");
   EXPECT_EQ(wrong, 0);
   for (const char* name : {"radix", "warp", "filter", "resident", "grid"}) EXPECT_GT(per_family[name], 0) << name;
+}
+
+// Programmatic dependent launch: a call's kernels are scheduled while the
+// previous kernel on the stream still runs, and must wait for it before
+// reading. A chain of two plans with no host wait between calls, the second
+// reading the first's values, on inputs that change every call: a kernel that
+// read before its producer finished would see the previous call's values.
+// The first plans are the defaults of four shapes (grid, filter, resident
+// and warp families, where the device has them).
+TEST_F(GpuKernelsTest, ProgrammaticLaunchesWaitForTheKernelBefore) {
+  const gen::Arch arch = info_.ToArch();
+  if (!arch.programmatic()) GTEST_SKIP() << info_.ArchName() << " has no programmatic dependent launch";
+  auto d = jit::GetDriver();
+  ASSERT_TRUE(d.ok());
+  struct Chain {
+    int64_t batch, n, k, k2;
+  };
+  std::map<std::string, int> families;
+  for (const Chain ch : {Chain{1, 262144, 2048, 64}, Chain{64, 32768, 2048, 64}, Chain{64, 4096, 128, 16},
+                         Chain{4096, 256, 8, 4}}) {
+    Problem p1;
+    p1.batch = ch.batch;
+    p1.n = ch.n;
+    p1.k = ch.k;
+    p1.values = true;
+    Problem p2 = p1;
+    p2.n = ch.k;
+    p2.k = ch.k2;
+    const Config c1 = gen::DefaultConfig(p1, arch), c2 = gen::DefaultConfig(p2, arch);
+    ++families[c1.family];
+    auto v1 = jit::LoadVariant(*kernels_, c1, p1, arch);
+    ASSERT_TRUE(v1.ok()) << c1.Id() << ": " << v1.status().ToString();
+    auto v2 = jit::LoadVariant(*kernels_, c2, p2, arch);
+    ASSERT_TRUE(v2.ok()) << c2.Id() << ": " << v2.status().ToString();
+    EXPECT_TRUE(v1->shape().programmatic) << c1.Id();
+    EXPECT_TRUE(v2->shape().programmatic) << c2.Id();
+    constexpr int kInputs = 3, kCalls = 12;
+    const size_t in_elems = static_cast<size_t>(ch.batch * ch.n);
+    std::vector<std::vector<float>> xs(kInputs, std::vector<float>(in_elems));
+    std::mt19937 rng(static_cast<unsigned>(ch.n + ch.batch));
+    std::normal_distribution<float> normal;
+    for (auto& x : xs)
+      for (float& e : x) e = normal(rng);
+    std::vector<jit::DeviceBuffer> in;
+    for (const auto& x : xs) {
+      auto b = jit::DeviceBuffer::Alloc(in_elems * 4);
+      ASSERT_TRUE(b.ok());
+      ASSERT_EQ((*d)->cuMemcpyHtoD(b->get(), x.data(), in_elems * 4), CUDA_SUCCESS);
+      in.push_back(std::move(*b));
+    }
+    const size_t mid = static_cast<size_t>(ch.batch * ch.k), out = static_cast<size_t>(ch.batch * ch.k2);
+    auto idx1 = jit::DeviceBuffer::Alloc(mid * 4), val1 = jit::DeviceBuffer::Alloc(mid * 4);
+    auto idx2 = jit::DeviceBuffer::Alloc(kCalls * out * 4), val2 = jit::DeviceBuffer::Alloc(kCalls * out * 4);
+    ASSERT_TRUE(idx1.ok() && val1.ok() && idx2.ok() && val2.ok());
+    ASSERT_EQ((*d)->cuCtxSynchronize(), CUDA_SUCCESS);
+    for (int call = 0; call < kCalls; ++call) {
+      ASSERT_TRUE(v1->Launch(in[call % kInputs].ptr(), nullptr, static_cast<int32_t*>(idx1->ptr()), val1->ptr(),
+                             ch.batch, nullptr)
+                      .ok());
+      ASSERT_TRUE(v2->Launch(val1->ptr(), nullptr, static_cast<int32_t*>(idx2->ptr()) + call * out,
+                             static_cast<float*>(val2->ptr()) + call * out, ch.batch, nullptr)
+                      .ok());
+    }
+    ASSERT_EQ((*d)->cuCtxSynchronize(), CUDA_SUCCESS);
+    std::vector<float> got(kCalls * out);
+    ASSERT_EQ((*d)->cuMemcpyDtoH(got.data(), val2->get(), got.size() * 4), CUDA_SUCCESS);
+    int wrong_rows = 0;
+    for (int call = 0; call < kCalls; ++call)
+      for (int64_t r = 0; r < ch.batch; ++r) {
+        std::vector<float> want(xs[call % kInputs].begin() + r * ch.n, xs[call % kInputs].begin() + (r + 1) * ch.n);
+        std::partial_sort(want.begin(), want.begin() + ch.k2, want.end(), std::greater<float>());
+        want.resize(ch.k2);
+        std::vector<float> row(got.begin() + call * out + r * ch.k2, got.begin() + call * out + (r + 1) * ch.k2);
+        std::sort(row.begin(), row.end(), std::greater<float>());
+        if (row != want) ++wrong_rows;
+      }
+    std::printf("%s then %s, %d calls of %ld rows: %d wrong rows\n", c1.Id().c_str(), c2.Id().c_str(), kCalls,
+                static_cast<long>(ch.batch), wrong_rows);
+    EXPECT_EQ(wrong_rows, 0) << c1.Id() << " then " << c2.Id();
+  }
+  EXPECT_GT(families["grid"], 0);
+  EXPECT_GT(families["warp"], 0);
 }
 
 // The device's cluster counts (jit::QueryDevice: an empty kernel asking for a

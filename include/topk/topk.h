@@ -53,6 +53,7 @@ typedef struct topk_options {
   const char* cache_path; /* tuning cache file, or NULL / "" for defaults only */
   int allow_same_arch;    /* use entries tuned on another device of the same compute capability */
   int write_back;         /* store binaries compiled at plan time in the cache */
+  int programmatic_launch; /* 1: programmatic dependent launch on sm_90+ (topk::Options) */
 } topk_options;
 
 typedef struct topk_problem {
@@ -68,7 +69,7 @@ typedef struct topk_problem {
   int deterministic;  /* ties at the k-th value: the lowest indices win (same set on every call) */
 } topk_problem;
 
-/* Defaults: device 0, no cache, write_back 1 / largest 1. */
+/* Defaults: device 0, no cache, write_back 1, programmatic_launch 1 / largest 1. */
 void topk_options_init(topk_options* o);
 void topk_problem_init(topk_problem* p);
 

@@ -335,6 +335,37 @@ class ApiTest(unittest.TestCase):
             self.assertTrue(same_values(x, plan(x), 2048))
         torch.cuda.synchronize()
 
+    def test_programmatic_launches_wait_for_the_producer(self):
+        # A graph of producer (torch's copy into x) and top-k pairs, eight in a
+        # row on inputs that change each time: a top-k kernel launched
+        # programmatically must still read the copy it follows. Both launch
+        # modes, the grid family's plan and a many-row one.
+        srcs = [torch.randn(1, 524288, device="cuda") for _ in range(3)]
+        wide = [torch.randn(64, 4096, device="cuda") for _ in range(3)]
+        plain_lib = topk_tune.Library(cache_path="", programmatic_launch=False)
+        try:
+            for lib in (self.lib, plain_lib):
+                for inputs, k in ((srcs, 2048), (wide, 128)):
+                    plan = lib.plan("f32", inputs[0].shape[0], inputs[0].shape[1], k)
+                    x = torch.empty_like(inputs[0])
+                    outs = [plan.allocate_outputs() for _ in range(8)]
+                    plan.run_into(inputs[0], outs[0])  # workspace and lazy set-up outside the capture
+                    torch.cuda.synchronize()
+                    g = torch.cuda.CUDAGraph()
+                    with torch.cuda.graph(g):
+                        for i in range(8):
+                            x.copy_(inputs[i % 3])
+                            plan.run_into(x, outs[i])
+                    for _ in range(2):
+                        for o in outs:
+                            o.fill_(-7)
+                        g.replay()
+                        torch.cuda.synchronize()
+                        for i in range(8):
+                            self.assertTrue(same_values(inputs[i % 3], outs[i], k), (plan.variant, i))
+        finally:
+            plain_lib.close()
+
     def test_topk_function(self):
         x = torch.randn(4, 6, 3000, device="cuda", dtype=torch.bfloat16)
         v, i = topk_tune.topk(x, 10, library=self.lib, sorted=True)

@@ -215,6 +215,7 @@ class Options(ctypes.Structure):
         ("cache_path", ctypes.c_char_p),
         ("allow_same_arch", ctypes.c_int),
         ("write_back", ctypes.c_int),
+        ("programmatic_launch", ctypes.c_int),
     ]
 
 

@@ -403,7 +403,8 @@ class Plan:
 class Library:
     """topk-tune on one CUDA device.
 
-    Library(device=None, cache_path=None, allow_same_arch=False, write_back=True)
+    Library(device=None, cache_path=None, allow_same_arch=False, write_back=True,
+            programmatic_launch=True)
 
     device: CUDA ordinal; None is torch's current device when torch is loaded,
         else 0.
@@ -414,13 +415,18 @@ class Library:
     allow_same_arch: use entries tuned on another device of the same compute
         capability when this device has none.
     write_back: store kernels compiled at plan time in the cache file.
+    programmatic_launch: on sm_90 and later, launch with programmatic
+        dependent launch: a call's kernels are scheduled while the stream's
+        previous kernel finishes and wait for it on the GPU, which hides part
+        of the launch latency of back-to-back kernels. False: plain launches.
 
     Raises TopkError: UNAVAILABLE without a GPU or driver, NOT_FOUND for a
     device that does not exist, UNIMPLEMENTED for GPUs older than sm_80.
     Thread-safe: plans may be made and run from several threads.
     """
 
-    def __init__(self, device=None, cache_path=None, allow_same_arch=False, write_back=True):
+    def __init__(self, device=None, cache_path=None, allow_same_arch=False, write_back=True,
+                 programmatic_launch=True):
         self.device = _default_device() if device is None else as_int(device, "device", minimum=0,
                                                                         maximum=INT32_MAX)
         dll = capi()
@@ -440,6 +446,7 @@ class Library:
         o.cache_path = self.cache_path.encode() if self.cache_path else None
         o.allow_same_arch = 1 if allow_same_arch else 0
         o.write_back = 1 if write_back else 0
+        o.programmatic_launch = 1 if programmatic_launch else 0
         h = ctypes.c_void_p()
         err = ctypes.c_void_p()
         check(dll.topk_library_open(ctypes.byref(o), ctypes.byref(h), ctypes.byref(err)), err)

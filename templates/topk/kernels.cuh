@@ -14,6 +14,7 @@ static_assert(sizeof(TopkArgs) == TOPK_ARGS_SIZE, "TopkArgs layout");
 
 template <class P>
 __global__ void __launch_bounds__(P::kBlock, P::kMinBlocks) topk_kernel(TopkArgs a) {
+  await_prior_grids();
   if constexpr (P::kCluster == 0) {
     warp_topk<P>(a);
   } else {

@@ -9,6 +9,7 @@ namespace topk {
 
 template <int DTYPE>
 __global__ void __launch_bounds__(512) sort_rows_kernel(SortArgs a) {
+  await_prior_grids();
   using K = Keys<DTYPE>;
   using Raw = typename K::Raw;
   extern __shared__ __align__(16) unsigned char sort_smem[];

@@ -88,6 +88,7 @@ __device__ __forceinline__ u32 tie_mask(const typename Keys<DTYPE>::Raw* in, int
 // kTieMaxBlock (the host sizes it to the rows: jit/variant.cpp).
 template <int DTYPE>
 __global__ void __launch_bounds__(kTieMaxBlock) tie_rows_kernel(TieArgs a) {
+  await_prior_grids();
   using K = Keys<DTYPE>;
   using Raw = typename K::Raw;
   __shared__ u32 scratch[32];

@@ -10,6 +10,19 @@ typedef unsigned long long u64;
 
 constexpr u32 kFullMask = 0xffffffffu;
 
+// Programmatic dependent launch (sm_90 and later; jit::Launch sets the
+// launch attribute there). Every kernel calls this first: it waits until the
+// grids before it on the stream have completed and their writes are visible
+// (a no-op for a launch without the attribute), then lets the next grid on
+// the stream launch, so its CTAs are scheduled while this one runs and wait
+// here in turn. Nothing in a kernel may read or write global memory before.
+__device__ __forceinline__ void await_prior_grids() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ u32 lane_id() { return threadIdx.x & 31u; }
 
 __device__ __forceinline__ u32 lanemask_lt() {

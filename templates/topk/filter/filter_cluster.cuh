@@ -472,6 +472,7 @@ struct ClusterFilter {
 
 template <class P>
 __global__ void __launch_bounds__(P::kBlock, 1) filter_cluster_kernel(TopkArgs a) {
+  await_prior_grids();
   extern __shared__ __align__(16) unsigned char filter_smem[];
   __shared__ filter::ClusterControl control;
   filter::ClusterFilter<P> f;

@@ -886,6 +886,7 @@ struct RowFilter {
 
 template <class P>
 __global__ void __launch_bounds__(P::kBlock, 1) filter_kernel(TopkArgs a) {
+  await_prior_grids();
   extern __shared__ __align__(16) unsigned char filter_smem[];
   __shared__ filter::Control control[P::kRows];
   filter::RowFilter<P> f;

@@ -581,6 +581,7 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
 
 template <class P>
 __global__ void __launch_bounds__(P::kBlock, 1) grid_topk_kernel(TopkArgs a) {
+  await_prior_grids();
   grid::grid_select<P>(a);
 }
 

@@ -431,6 +431,7 @@ __device__ void select_row(const TopkArgs& a, int rowi, int gid, int t, Group* g
 
 template <class P>
 __global__ void __launch_bounds__(P::kBlock, 1) resident_kernel(TopkArgs a) {
+  await_prior_grids();
   __shared__ __align__(16) resident::Group groups[P::kRows];
   extern __shared__ __align__(16) u32 resident_keys[];  // P::kSharedBytes
   const int gid = static_cast<int>(threadIdx.x) / P::kGroup;
@@ -444,6 +445,7 @@ __global__ void __launch_bounds__(P::kBlock, 1) resident_kernel(TopkArgs a) {
 // one binary serves 2 to 16), one group of BLOCK threads per CTA.
 template <class P>
 __global__ void __launch_bounds__(P::kBlock, 1) resident_cluster_kernel(TopkArgs a) {
+  await_prior_grids();
   static_assert(P::kGroup == P::kBlock, "cluster mode: one group per CTA");
   __shared__ __align__(16) resident::Group group;
   __shared__ __align__(16) u32 part[P::kBlock >= 256 ? P::kBlock : 256];  // find_rank's partial sums
