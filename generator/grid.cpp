@@ -19,9 +19,13 @@ constexpr int kStaticWords = 256 + 128;
 constexpr int kRowWords = 8 + 256 * 5;
 constexpr int kMaxSample = 1024;
 constexpr int kMinSliceElements = 1024;  // enumeration: fewer per CTA is all barrier
-// The default's rows: at least this many elements (below it one CTA or a
-// cluster wins: docs/PERFORMANCE.md, "The grid family: a row over the grid").
-constexpr int64_t kDefaultShortestRow = 131072;
+// The default's rows: at least this many elements (tuned on an H100, the
+// grid won 1 and 8 x 65536 k 2048 by 1.17x and 1.14x over the resident
+// cluster; docs/PERFORMANCE.md, "Programmatic dependent launch").
+constexpr int64_t kDefaultShortestRow = 65536;
+// The default's slice: a CTA per this many elements of the row (64 CTAs at
+// 131072, 128 from 262144), the CTAs a power of two.
+constexpr int64_t kDefaultSliceElements = 2048;
 constexpr int64_t kDefaultLongestRow = 1048576;
 constexpr int64_t kDefaultLeastK = 256;
 constexpr int64_t kDefaultMostK = 4096;
@@ -144,7 +148,8 @@ class Grid final : public Family {
     if (p.dtype != DType::kF32 || p.n < kDefaultShortestRow || p.n > kDefaultLongestRow || p.k < kDefaultLeastK ||
         p.k > kDefaultMostK)
       return std::nullopt;
-    int ctas = p.n >= 2 * kDefaultShortestRow && arch.sm_count >= 128 ? 128 : 64;
+    int ctas = arch.sm_count >= 128 ? 128 : 64;
+    while (ctas > kDefaultLeastCtas && ctas * kDefaultSliceElements > p.n) ctas /= 2;
     while (ctas >= kDefaultLeastCtas && p.batch * ctas > arch.sm_count) ctas /= 2;
     if (ctas < kDefaultLeastCtas) return std::nullopt;
     const int items = FitItems(p.dtype, 512, ctas, p.n);

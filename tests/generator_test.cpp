@@ -1439,7 +1439,15 @@ TEST(GridFamilyTest, ConstraintsEnumerationDefaultAndPlan) {
             Config(GridParams{DType::kF32, 512, 4, 16, 256, 4096}));
   EXPECT_NE(DefaultConfig(Prob(DType::kF32, 9, 131072, 2048), arch).family, "grid");   // 8 CTAs a row
   EXPECT_NE(DefaultConfig(Prob(DType::kF32, 4, 1048576, 2048), arch).family, "grid");  // 32 CTAs hold 524288
-  EXPECT_NE(DefaultConfig(Prob(DType::kF32, 1, 131071, 2048), arch).family, "grid");
+  // Rows from 65536: a CTA per 2048 elements (a power of two of them).
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 65536, 2048), arch),
+            Config(GridParams{DType::kF32, 512, 1, 32, 256, 4096}));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 131071, 2048), arch),
+            Config(GridParams{DType::kF32, 512, 2, 32, 256, 4096}));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 8, 65536, 2048), arch),
+            Config(GridParams{DType::kF32, 512, 2, 16, 256, 4096}));
+  EXPECT_NE(DefaultConfig(Prob(DType::kF32, 9, 65536, 2048), arch).family, "grid");   // 8 CTAs a row
+  EXPECT_NE(DefaultConfig(Prob(DType::kF32, 1, 65535, 2048), arch).family, "grid");
   EXPECT_NE(DefaultConfig(Prob(DType::kF32, 1, 1048577, 2048), arch).family, "grid");
   EXPECT_NE(DefaultConfig(Prob(DType::kF32, 1, 524288, 255), arch).family, "grid");
   EXPECT_NE(DefaultConfig(Prob(DType::kF32, 1, 524288, 4097), arch).family, "grid");

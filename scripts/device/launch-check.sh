@@ -11,8 +11,15 @@
 #            in the same run, DSA also L2-flushed
 #   kernels  every kernel of every family exact in every dtype
 #   suite    the C API, tuner and Python GPU tests, the deterministic cases
+#   defaults DEFAULT_SHAPES (SHAPE|ID...): the default beside the ids, on
+#            normal and shifted rows, each verified exact first
+#   bench    topk-bench (the C++ runtime, no torch) on the one-row DSA shapes,
+#            its defaults beside the CUB baseline
+#   presets  tune the dsa, sampling and moe presets into a fresh cache
+#            (BUDGET seconds a shape, default 3) and write the report: which
+#            family won where
 # Logs under $OUT; the summary is printed.
-#   scripts/device/launch-check.sh [pdl] [probe] [compare] [kernels] [suite]
+#   scripts/device/launch-check.sh [pdl] [probe] [compare] [kernels] [suite] [defaults] [bench] [presets]
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 : >"$SUMMARY"
@@ -49,6 +56,31 @@ for stage in "${stages[@]}"; do
       TAIL=6 run tuner 300 "$B/bin/gpu_tuner_test"
       TOPK_TUNE_DB= TAIL=8 run python-api 300 python3 python/tests/gpu_test_api.py
       TOPK_TUNE_DB= TAIL=4 run python-topk 300 python3 python/tests/gpu_test_topk.py --count 500 ;;
+    defaults)
+      while IFS='|' read -r shape ids; do
+        [[ -z ${shape// /} ]] && continue
+        vs=(--variant default)
+        for id in $ids; do vs+=(--variant "$id"); done
+        timeout 120 "$B/bin/topk-probe" --shape "$shape:dist=normal" --shape "$shape:dist=shifted" "${vs[@]}" \
+          --cubins "$TOPK_TEST_TMP/cubins" >>"$OUT/defaults.log" 2>&1
+        echo "rc=$?" >>"$OUT/defaults.log"
+      done <<<"${DEFAULT_SHAPES:-}"
+      log "--- defaults (us)"
+      grep -E "^\S|  \S+ +[0-9.]+ us|WRONG|rror" "$OUT/defaults.log" | grep -vE "^device|^rc=0|best:" | head -60 \
+        >>"$SUMMARY" ;;
+    bench)
+      TAIL=12 run bench 300 "$B/bin/topk-bench" --preset dsa \
+        --benchmark_filter='dsa/f32/1x(131072|524288)/k2048/(default|cub)' ;;
+    presets)
+      rm -f /tmp/presets.db*
+      for preset in dsa sampling moe; do
+        TAIL=6 run "tune-$preset" "${TUNE_LIMIT:-190}" "$B/bin/topk-tune" tune --db /tmp/presets.db --budget "${BUDGET:-3}" \
+          --preset "$preset"
+      done
+      TAIL=4 run report 60 "$B/bin/topk-tune" report --db /tmp/presets.db --out "$OUT/report"
+      log "--- winners by family"
+      grep -oE '\b(radix|warp|filter|resident|grid)_[a-z0-9_]+' "$OUT/report/report.md" | cut -d_ -f1 | sort | uniq -c \
+        >>"$SUMMARY" ;;
     *) log "unknown stage $stage" ;;
   esac
 done
