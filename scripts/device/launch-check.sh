@@ -9,6 +9,8 @@
 #   compare  the target table through the Python package, nothing tuned,
 #            torch.topk and plain launches (--plain-too) on the same tensors
 #            in the same run, DSA also L2-flushed
+#   adversarial  the target shapes' defaults on normal, shifted, plateau and
+#            16-valued inputs, torch.topk beside them
 #   kernels  every kernel of every family exact in every dtype
 #   suite    the C API, tuner and Python GPU tests, the deterministic cases
 #   defaults DEFAULT_SHAPES (SHAPE|ID...): the default beside the ids, on
@@ -19,7 +21,7 @@
 #            (BUDGET seconds a shape, default 3) and write the report: which
 #            family won where
 # Logs under $OUT; the summary is printed.
-#   scripts/device/launch-check.sh [pdl] [probe] [compare] [kernels] [suite] [defaults] [bench] [presets]
+#   scripts/device/launch-check.sh [pdl] [probe] [compare] [adversarial] [kernels] [suite] [defaults] [bench] [presets]
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 : >"$SUMMARY"
@@ -46,6 +48,9 @@ for stage in "${stages[@]}"; do
     compare)
       TOPK_TUNE_DB= TAIL=32 run compare 500 python3 bench/compare_torch.py --l2-flush --plain-too \
         --json "$OUT/compare.json" ;;
+    adversarial)
+      TOPK_TUNE_DB= TAIL=30 run adversarial 400 python3 bench/adversarial.py --torch \
+        --dists shifted,plateau,distinct16 --reps 20 ;;
     kernels)
       for f in F32 F16 BF16; do
         TAIL=4 run "kernels-$f" 500 "$B/bin/gpu_kernels_test" --gtest_filter="*Every${f}*"
