@@ -187,6 +187,10 @@ int main(int argc, char** argv) {
     return 3;
   }
   const gen::Arch arch = info->ToArch();
+  if (!arch.programmatic() && launch_modes.size() > 1) {
+    std::printf("%s: no programmatic launches here, plain only\n", arch.Name().c_str());
+    launch_modes = {false};
+  }
   auto compiler = jit::MakeNvrtcCompiler();
   auto store = jit::MakeDirectoryStore(cubins);
   jit::CompileOptions co;

@@ -64,11 +64,13 @@ struct Arch {
   // Streaming multiprocessors: the device's count when known, else the
   // flagship part of the architecture (H100 SXM: 132, A100: 108).
   int sm_count = 132;
-  // Launch with programmatic dependent launch where the architecture has it
-  // (sm_90 and later): a kernel's launch overlaps the tail of the stream's
-  // previous kernel (jit::LaunchShape::programmatic). Off: plain launches.
+  // Launch with programmatic dependent launch where it was measured (sm_90):
+  // a kernel's launch overlaps the tail of the stream's previous kernel
+  // (jit::LaunchShape::programmatic). Off, and on other architectures (the
+  // attribute exists from sm_90, but graph capture with it was reported to
+  // fail on sm_120): plain launches.
   bool programmatic_launch = true;
-  bool programmatic() const { return programmatic_launch && cc_major >= 9; }
+  bool programmatic() const { return programmatic_launch && cc_major == 9; }
   bool clusters() const { return cc_major >= 9; }
   int max_cluster() const { return clusters() ? 16 : 1; }
   // Clusters of 1, 2, 4, 8 and 16 CTAs, one CTA an SM, that the device runs

@@ -19,9 +19,11 @@ constexpr int kStaticWords = 256 + 128;
 constexpr int kRowWords = 8 + 256 * 5;
 constexpr int kMaxSample = 1024;
 constexpr int kMinSliceElements = 1024;  // enumeration: fewer per CTA is all barrier
-// The default's rows: at least this many elements (tuned on an H100, the
-// grid won 1 and 8 x 65536 k 2048 by 1.17x and 1.14x over the resident
-// cluster; docs/PERFORMANCE.md, "Programmatic dependent launch").
+// The default's rows: at least this many elements (a tune of the dsa preset
+// on an H100 chose the grid family for 1 and 8 x 65536 k 2048; against the
+// resident cluster it replaced, 2% slower on one normal row, 1.2x faster on
+// four and eight, 1.38x on shifted rows: docs/PERFORMANCE.md,
+// "Programmatic dependent launch").
 constexpr int64_t kDefaultShortestRow = 65536;
 // The default's slice: a CTA per this many elements of the row (64 CTAs at
 // 131072, 128 from 262144), the CTAs a power of two.
@@ -131,10 +133,11 @@ class Grid final : public Family {
     return out;
   }
 
-  // fp32 rows of 131072 to 1048576 elements, k 256 to 4096 (the DSA
+  // fp32 rows of 65536 to 1048576 elements, k 256 to 4096 (the DSA
   // indexer's long rows), while a row gets at least 16 CTAs: 512 threads a
-  // CTA, 128 CTAs a row from 262144 elements where the GPU has the SMs, else
-  // 64, halved until batch x CTAs fits the SMs. H100, k 2048, ranges, L2-hot,
+  // CTA, a CTA per 2048 elements (32 at 65536, 64 at 131072, 128 from
+  // 262144) up to 128 CTAs where the GPU has the SMs, else 64, halved until
+  // batch x CTAs fits the SMs. H100, k 2048, ranges, L2-hot,
   // each verified exact, against the default it replaced in the same run
   // (normal / shifted / plateau / 16 values, us; docs/PERFORMANCE.md, "The
   // grid family: a row over the grid"):
@@ -144,6 +147,10 @@ class Grid final : public Family {
   //   4 x 262144 (32)        13.33 / 13.20 / 12.98 / 11.04 against 19.04 / 19.12 / 16.56 / 16.69
   //   4 x 524288 (32)        16.89 / 16.72 / 16.89 / 14.63 against 24.37 / 27.47 / 26.98 / 25.86
   //   8 x 131072 (16)        13.12 / 13.42 / 12.85 / 11.00 against 15.23 / 17.45 / 17.16 / 15.53
+  // and from 65536 ("Programmatic dependent launch", normal / shifted):
+  //   1 x 65536 (32)          9.38 /  9.60 against  9.17 / 13.20
+  //   4 x 65536 (32)          9.49 /  9.78 against 11.15 / 13.31
+  //   8 x 65536 (16)         10.80 / 10.80 against 13.02 / 13.42
   std::optional<Config> Default(const Problem& p, const Arch& arch) const override {
     if (p.dtype != DType::kF32 || p.n < kDefaultShortestRow || p.n > kDefaultLongestRow || p.k < kDefaultLeastK ||
         p.k > kDefaultMostK)

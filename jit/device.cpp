@@ -284,6 +284,9 @@ Status PrepareFunction(CUfunction f, const LaunchShape& s, int max_smem_optin) {
 }
 
 Status CheckFits(CUfunction f, const LaunchShape& s, int sm_count) {
+  if (s.cooperative && s.cluster > 1)
+    return Status(Code::kInvalidArgument, "CheckFits",
+                  "a launch is cooperative or clustered, not both (cluster " + std::to_string(s.cluster) + ")");
   if (s.cluster <= 1) {
     int blocks = 0;
     TOPK_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor, &blocks, f, static_cast<int>(s.block),
@@ -310,8 +313,9 @@ Status CheckFits(CUfunction f, const LaunchShape& s, int sm_count) {
 namespace {
 
 // The launch configuration of a launch with its attributes (up to two, in
-// attrs[]): cooperative or a cluster dimension (no family combines the two),
-// and programmatic stream serialization for a programmatic launch.
+// attrs[]): cooperative or a cluster dimension (CheckFits refuses a shape
+// with both), and programmatic stream serialization for a programmatic
+// launch.
 CUlaunchConfig ExConfig(const LaunchShape& s, unsigned grid, CUstream stream, CUlaunchAttribute (&attrs)[2]) {
   CUlaunchConfig cfg = {};
   cfg.gridDimX = grid;

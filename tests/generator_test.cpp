@@ -1416,8 +1416,9 @@ TEST(GridFamilyTest, ConstraintsEnumerationDefaultAndPlan) {
   }
   EXPECT_EQ(FindFamily("grid")->EnumerateKernels(DType::kF32, arch).size(), 4u);  // 512 threads, 1-8 vectors
 
-  // The default: fp32 rows of 131072 to 1048576 with k 256 to 4096, 512
-  // threads a CTA; 128 CTAs from 262144 elements where the SMs allow, else 64.
+  // The default: fp32 rows of 65536 to 1048576 with k 256 to 4096, 512
+  // threads a CTA; a CTA per 2048 elements, up to 128 where the SMs allow,
+  // else 64.
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 524288, 2048), arch),
             Config(GridParams{DType::kF32, 512, 2, 128, 256, 4096}));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 131072, 2048), arch),

@@ -53,7 +53,7 @@ typedef struct topk_options {
   const char* cache_path; /* tuning cache file, or NULL / "" for defaults only */
   int allow_same_arch;    /* use entries tuned on another device of the same compute capability */
   int write_back;         /* store binaries compiled at plan time in the cache */
-  int programmatic_launch; /* 1: programmatic dependent launch on sm_90+ (topk::Options) */
+  int programmatic_launch; /* 1: programmatic dependent launch on sm_90 (topk::Options) */
 } topk_options;
 
 typedef struct topk_problem {

@@ -136,7 +136,8 @@ struct Options {
   // Serve the default kernels compiled into the library (sm_80 and sm_90
   // unless built otherwise) before compiling them; off only to measure NVRTC.
   bool shipped_kernels = true;
-  // Launch with programmatic dependent launch on sm_90 and later: a call's
+  // Launch with programmatic dependent launch on sm_90 (other architectures:
+  // plain launches, gen::Arch::programmatic): a call's
   // kernels are scheduled while the stream's previous kernel finishes and
   // wait on the GPU for it before touching memory (griddepcontrol.wait), so
   // back-to-back calls hide part of the launch latency. Off: plain launches.

@@ -335,34 +335,42 @@ class ApiTest(unittest.TestCase):
             self.assertTrue(same_values(x, plan(x), 2048))
         torch.cuda.synchronize()
 
-    def test_programmatic_launches_wait_for_the_producer(self):
-        # A graph of producer (torch's copy into x) and top-k pairs, eight in a
-        # row on inputs that change each time: a top-k kernel launched
-        # programmatically must still read the copy it follows. Both launch
-        # modes, the grid family's plan and a many-row one.
-        srcs = [torch.randn(1, 524288, device="cuda") for _ in range(3)]
+    def test_programmatic_launches_wait_for_the_kernel_before(self):
+        # A captured graph of eight chained pairs of plans, each pair's second
+        # plan reading the values the first just wrote, on inputs that change
+        # every pair, so that the graph's top-k kernels follow each other:
+        # the second plan must not read before the first finished, and the
+        # next pair's first plan must not overwrite those values before the
+        # second finished reading them. Both launch modes; a grid plan (its
+        # workspace) and a many-row plan first.
+        long_rows = [torch.randn(1, 524288, device="cuda") for _ in range(3)]
         wide = [torch.randn(64, 4096, device="cuda") for _ in range(3)]
         plain_lib = topk_tune.Library(cache_path="", programmatic_launch=False)
         try:
             for lib in (self.lib, plain_lib):
-                for inputs, k in ((srcs, 2048), (wide, 128)):
-                    plan = lib.plan("f32", inputs[0].shape[0], inputs[0].shape[1], k)
-                    x = torch.empty_like(inputs[0])
-                    outs = [plan.allocate_outputs() for _ in range(8)]
-                    plan.run_into(inputs[0], outs[0])  # workspace and lazy set-up outside the capture
+                for inputs, k, k2 in ((long_rows, 2048, 64), (wide, 128, 16)):
+                    rows, n = inputs[0].shape
+                    first = lib.plan("f32", rows, n, k, values=True)
+                    second = lib.plan("f32", rows, k, k2, values=True)
+                    mid = first.allocate_outputs()
+                    outs = [second.allocate_outputs() for _ in range(8)]
+                    first.run_into(inputs[0], mid)  # lazy set-up outside the capture
+                    second.run_into(mid.values, outs[0])
                     torch.cuda.synchronize()
                     g = torch.cuda.CUDAGraph()
                     with torch.cuda.graph(g):
                         for i in range(8):
-                            x.copy_(inputs[i % 3])
-                            plan.run_into(x, outs[i])
+                            first.run_into(inputs[i % 3], mid)
+                            second.run_into(mid.values, outs[i])
                     for _ in range(2):
                         for o in outs:
-                            o.fill_(-7)
+                            o.values.fill_(-7)
                         g.replay()
                         torch.cuda.synchronize()
                         for i in range(8):
-                            self.assertTrue(same_values(inputs[i % 3], outs[i], k), (plan.variant, i))
+                            want = torch.topk(inputs[i % 3], k2, dim=-1).values.sort(dim=-1).values
+                            got = outs[i].values.sort(dim=-1).values
+                            self.assertTrue(torch.equal(want, got), (lib is plain_lib, first.variant, i))
         finally:
             plain_lib.close()
 

@@ -202,6 +202,19 @@ class StructLayoutTest(unittest.TestCase):
         p = _capi.Problem.from_buffer_copy(bytes(buf[:size]))
         self.assertEqual((p.dtype, p.batch, p.largest, p.sorted, p.deterministic), (0, 1, 1, 0, 0))
 
+    def test_options_init_writes_within_the_mirror(self):
+        # topk_options_init sets each field: a mirror smaller than the C
+        # struct (a field missing at the end) would let it write past it.
+        import ctypes  # noqa: PLC0415
+
+        size = ctypes.sizeof(_capi.Options)
+        buf = (ctypes.c_ubyte * (size + 32))(*([0xAB] * (size + 32)))
+        _capi.capi().topk_options_init(ctypes.cast(buf, ctypes.POINTER(_capi.Options)))
+        self.assertEqual(bytes(buf[size:]), b"\xab" * 32, "topk_options_init wrote past the ctypes Options")
+        o = _capi.Options.from_buffer_copy(bytes(buf[:size]))
+        self.assertEqual((o.device, o.cache_path, o.allow_same_arch, o.write_back, o.programmatic_launch),
+                         (0, None, 0, 1, 1))
+
 
 class CachePathTest(unittest.TestCase):
     def setUp(self):

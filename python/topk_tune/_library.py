@@ -415,7 +415,7 @@ class Library:
     allow_same_arch: use entries tuned on another device of the same compute
         capability when this device has none.
     write_back: store kernels compiled at plan time in the cache file.
-    programmatic_launch: on sm_90 and later, launch with programmatic
+    programmatic_launch: on sm_90, launch with programmatic
         dependent launch: a call's kernels are scheduled while the stream's
         previous kernel finishes and wait for it on the GPU, which hides part
         of the launch latency of back-to-back kernels. False: plain launches.

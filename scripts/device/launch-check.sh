@@ -15,13 +15,17 @@
 #   suite    the C API, tuner and Python GPU tests, the deterministic cases
 #   defaults DEFAULT_SHAPES (SHAPE|ID...): the default beside the ids, on
 #            normal and shifted rows, each verified exact first
+#   det-cost the defaults of DET_SHAPES with and without deterministic mode
+#   sanitize memcheck and racecheck, programmatic launches, on
+#            SANITIZE_KERNELS (default a grid, a filter and a warp kernel)
+#   profile  Nsight Compute on the one-row DSA shapes' grid defaults
 #   bench    topk-bench (the C++ runtime, no torch) on the one-row DSA shapes,
 #            its defaults beside the CUB baseline
 #   presets  tune the dsa, sampling and moe presets into a fresh cache
 #            (BUDGET seconds a shape, default 3) and write the report: which
 #            family won where
 # Logs under $OUT; the summary is printed.
-#   scripts/device/launch-check.sh [pdl] [probe] [compare] [adversarial] [kernels] [suite] [defaults] [bench] [presets]
+#   scripts/device/launch-check.sh [pdl] [probe] [compare] [adversarial] [kernels] [suite] [defaults] [det-cost] [sanitize] [profile] [bench] [presets]
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 : >"$SUMMARY"
@@ -73,6 +77,28 @@ for stage in "${stages[@]}"; do
       log "--- defaults (us)"
       grep -E "^\S|  \S+ +[0-9.]+ us|WRONG|rror" "$OUT/defaults.log" | grep -vE "^device|^rc=0|best:" | head -60 \
         >>"$SUMMARY" ;;
+    det-cost)
+      for shape in ${DET_SHAPES:-f32:1x524288:2048:ranges f32:1x131072:2048:ranges f32:64x32768:2048:ranges \
+                     f32:4096x256:8:rotate}; do
+        timeout 120 "$B/bin/topk-probe" --shape "$shape" --shape "$shape:deterministic" --variant default \
+          --cubins "$TOPK_TEST_TMP/cubins" >>"$OUT/det-cost.log" 2>&1
+        echo "rc=$?" >>"$OUT/det-cost.log"
+      done
+      log "--- deterministic cost (us)"
+      grep -E "^\S|  \S+ +[0-9.]+ us|WRONG|rror" "$OUT/det-cost.log" | grep -vE "^device|^rc=0|best:" >>"$SUMMARY" ;;
+    sanitize)
+      for v in ${SANITIZE_KERNELS:-grid_f32_b512_i1 filter_f32_b512_u2_r11 warp_f32_b128_i8}; do
+        case $v in *bf16*) f=BF16 ;; *f16*) f=F16 ;; *) f=F32 ;; esac
+        TOPK_TEST_VARIANT=$v TOPK_TEST_SUBSET=sanitizer TAIL=3 run "memcheck-$v" 200 compute-sanitizer \
+          --tool memcheck --error-exitcode 9 "$B/bin/gpu_kernels_test" --gtest_filter="*Every${f}*"
+        TOPK_TEST_VARIANT=$v TOPK_TEST_SUBSET=sanitizer TAIL=3 run "racecheck-$v" 200 compute-sanitizer \
+          --tool racecheck --racecheck-report hazard --error-exitcode 9 "$B/bin/gpu_kernels_test" \
+          --gtest_filter="*Every${f}*"
+      done ;;
+    profile)
+      NCU_KERNEL=grid_topk TAIL=80 run profile 300 bash scripts/device/profile.sh \
+        g64 f32:1x131072:2048:ranges grid_f32_b512_i1_g64_s256_c4096 \
+        g128 f32:1x524288:2048:ranges grid_f32_b512_i2_g128_s256_c4096 ;;
     bench)
       TAIL=12 run bench 300 "$B/bin/topk-bench" --preset dsa \
         --benchmark_filter='dsa/f32/1x(131072|524288)/k2048/(default|cub)' ;;
