@@ -1449,6 +1449,14 @@ TEST(GridFamilyTest, ConstraintsEnumerationDefaultAndPlan) {
             Config(GridParams{DType::kF32, 512, 2, 16, 256, 4096}));
   EXPECT_NE(DefaultConfig(Prob(DType::kF32, 9, 65536, 2048), arch).family, "grid");   // 8 CTAs a row
   EXPECT_NE(DefaultConfig(Prob(DType::kF32, 1, 65535, 2048), arch).family, "grid");
+  // Deterministic: the resident family, whose kernels take the lowest-index
+  // ties themselves (no tie pass over the long row).
+  Problem det = Prob(DType::kF32, 1, 524288, 2048);
+  det.deterministic = true;
+  EXPECT_EQ(DefaultConfig(det, arch).Id(), "resident_f32_b1024_g1024_i16_s16_c16");
+  det.n = 65536;
+  det.batch = 4;
+  EXPECT_EQ(DefaultConfig(det, arch).family, "resident");
   EXPECT_NE(DefaultConfig(Prob(DType::kF32, 1, 1048577, 2048), arch).family, "grid");
   EXPECT_NE(DefaultConfig(Prob(DType::kF32, 1, 524288, 255), arch).family, "grid");
   EXPECT_NE(DefaultConfig(Prob(DType::kF32, 1, 524288, 4097), arch).family, "grid");

@@ -53,7 +53,9 @@ struct Problem {
   // Among elements equal to the k-th value, the lowest indices are taken:
   // one input gives one index set on every call, stream and GPU (with
   // `sorted`, one output). A tie pass after the selection kernel does it
-  // (templates/topk/ties.cuh), so tuning and dispatch ignore the flag.
+  // (templates/topk/ties.cuh), or the kernel itself (the resident family),
+  // so tuning and the tuned dispatch ignore the flag; the built-in default of
+  // long fp32 rows does not (the resident family's, not the grid family's).
   bool deterministic = false;
 
   int64_t stride() const { return row_stride == 0 ? n : row_stride; }
