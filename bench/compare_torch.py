@@ -238,23 +238,20 @@ def main():
                 t_med, t_p10, t_p90 = time_graph(fns, args.reps)
                 row["timing"] = "graph"
             row.update({"torch_us": t_med, "torch_p10": t_p10, "torch_p90": t_p90})
-            if plan is not None:
+            def time_plan(pl):
+                """(median, p10, p90) of pl on this row's inputs, timed as torch.topk was."""
                 if mode == "flush":
-                    (o_med, o_p10, o_p90), _ = time_flushed(
-                        lambda x=xs[0]: plan.run_into(x, outs, ranges=rg), flush, args.reps, args.launches)
-                else:
-                    fns = [(lambda x=xs[i % ncopies]: plan.run_into(x, outs, ranges=rg)) for i in range(per_graph)]
-                    o_med, o_p10, o_p90 = time_graph(fns, args.reps)
+                    return time_flushed(lambda x=xs[0]: pl.run_into(x, outs, ranges=rg), flush, args.reps,
+                                        args.launches)[0]
+                fns = [(lambda x=xs[i % ncopies]: pl.run_into(x, outs, ranges=rg)) for i in range(per_graph)]
+                return time_graph(fns, args.reps)
+
+            if plan is not None:
+                o_med, o_p10, o_p90 = time_plan(plan)
                 row.update({"ours_us": o_med, "ours_p10": o_p10, "ours_p90": o_p90, "variant": plan.variant,
                             "dispatch": plan.dispatch, "exact": ok, "speedup": t_med / o_med})
             if plain is not None:
-                if mode == "flush":
-                    (p_med, _, _), _ = time_flushed(
-                        lambda x=xs[0]: plain.run_into(x, outs, ranges=rg), flush, args.reps, args.launches)
-                else:
-                    fns = [(lambda x=xs[i % ncopies]: plain.run_into(x, outs, ranges=rg)) for i in range(per_graph)]
-                    p_med, _, _ = time_graph(fns, args.reps)
-                row["plain_us"] = p_med
+                row["plain_us"] = time_plan(plain)[0]
             rows.append(row)
         del xs, plan, outs, rg, plain
         torch.cuda.empty_cache()
