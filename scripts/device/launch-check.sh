@@ -15,6 +15,9 @@
 #   suite    the C API, tuner and Python GPU tests, the deterministic cases
 #   defaults DEFAULT_SHAPES (SHAPE|ID...): the default beside the ids, on
 #            normal and shifted rows, each verified exact first
+#   ab       AB_SHAPES' defaults built as they are and with --define AB_DEFINE
+#            (a switch of the templates), each verified exact first; with
+#            AB_VARIANT, first every kernel whose id holds it exact (f32)
 #   det-cost the defaults of DET_SHAPES with and without deterministic mode
 #   sanitize memcheck and racecheck, programmatic launches, on
 #            SANITIZE_KERNELS (default a grid, a filter and a warp kernel)
@@ -25,7 +28,7 @@
 #            (BUDGET seconds a shape, default 3) and write the report: which
 #            family won where
 # Logs under $OUT; the summary is printed.
-#   scripts/device/launch-check.sh [pdl] [probe] [compare] [adversarial] [kernels] [suite] [defaults] [det-cost] [sanitize] [profile] [bench] [presets]
+#   scripts/device/launch-check.sh [pdl] [probe] [compare] [adversarial] [kernels] [suite] [defaults] [ab] [det-cost] [sanitize] [profile] [bench] [presets]
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 : >"$SUMMARY"
@@ -77,6 +80,20 @@ for stage in "${stages[@]}"; do
       log "--- defaults (us)"
       grep -E "^\S|  \S+ +[0-9.]+ us|WRONG|rror" "$OUT/defaults.log" | grep -vE "^device|^rc=0|best:" | head -60 \
         >>"$SUMMARY" ;;
+    ab)
+      if [[ -n ${AB_VARIANT:-} ]]; then
+        TOPK_TEST_VARIANT=$AB_VARIANT TAIL=4 run ab-kernels 300 "$B/bin/gpu_kernels_test" --gtest_filter='*EveryF32*'
+      fi
+      for shape in ${AB_SHAPES:-f32:1x524288:2048:ranges f32:1x131072:2048:ranges}; do
+        for def in "" "$AB_DEFINE"; do
+          echo "--- ${def:-as built}" >>"$OUT/ab.log"
+          timeout 120 "$B/bin/topk-probe" --shape "$shape" --variant default ${def:+--define "$def"} \
+            --cubins "$TOPK_TEST_TMP/cubins" >>"$OUT/ab.log" 2>&1
+          echo "rc=$?" >>"$OUT/ab.log"
+        done
+      done
+      log "--- ab (us)"
+      grep -E "^---|^\S|  \S+ +[0-9.]+ us|WRONG|rror" "$OUT/ab.log" | grep -vE "^device|^rc=0|best:" >>"$SUMMARY" ;;
     det-cost)
       for shape in ${DET_SHAPES:-f32:1x524288:2048:ranges f32:1x131072:2048:ranges f32:64x32768:2048:ranges \
                      f32:4096x256:8:rotate}; do
