@@ -107,7 +107,7 @@ struct LaunchShape {
   unsigned cluster = 1;  // CTAs per cluster (1: no cluster attribute)
   int smem_bytes = 0;    // dynamic shared memory
   bool cooperative = false;  // every CTA resident at once (grid barriers), or the launch fails
-  // Programmatic dependent launch (sm_90 and later): the launch may begin
+  // Programmatic dependent launch (sm_90: gen::Arch::programmatic): the launch may begin
   // while the stream's previous kernel runs; the kernel waits for it first
   // (await_prior_grids in templates/topk/types.cuh).
   bool programmatic = false;

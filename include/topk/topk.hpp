@@ -55,7 +55,7 @@ struct Problem {
   // `sorted`, one output). A tie pass after the selection kernel does it
   // (templates/topk/ties.cuh), or the kernel itself (the resident family),
   // so tuning and the tuned dispatch ignore the flag; the built-in default of
-  // long fp32 rows does not (the resident family's, not the grid family's).
+  // long fp32 rows does not (not the grid family's: docs/API.md).
   bool deterministic = false;
 
   int64_t stride() const { return row_stride == 0 ? n : row_stride; }

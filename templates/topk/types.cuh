@@ -10,8 +10,8 @@ typedef unsigned long long u64;
 
 constexpr u32 kFullMask = 0xffffffffu;
 
-// Programmatic dependent launch (sm_90 and later; jit::Launch sets the
-// launch attribute there). Every kernel calls this first: it waits until the
+// Programmatic dependent launch (sm_90 and later have it; jit::Launch sets the
+// launch attribute on sm_90, gen::Arch::programmatic). Every kernel calls this first: it waits until the
 // grids before it on the stream have completed and their writes are visible
 // (a no-op for a launch without the attribute), then lets the next grid on
 // the stream launch, so its CTAs are scheduled while this one runs and wait
