@@ -151,17 +151,20 @@ class Grid final : public Family {
   //   1 x 65536 (32)          9.38 /  9.60 against  9.17 / 13.20
   //   4 x 65536 (32)          9.49 /  9.78 against 11.15 / 13.31
   //   8 x 65536 (16)         10.80 / 10.80 against 13.02 / 13.42
-  // Deterministic problems are left to the next default (the resident
-  // family's up to 524288 elements, which takes the lowest-index ties
-  // itself, else radix with the tie pass), where this one needs the tie pass
-  // (one CTA a row over the whole row): H100, k 2048, ranges, normal /
-  // shifted, us,
+  // Deterministic problems that the resident family's default serves (rows
+  // up to 524288) are left to it: it takes the lowest-index ties itself,
+  // where this one needs the tie pass (one CTA a row over the whole row).
+  // Longer ones stay here (the next default, radix, needs the pass too).
+  // H100, k 2048, ranges, normal / shifted, us,
   // the grid default and tie pass against the resident default:
   //   1 x 524288  48.96 / 24.32 against 26.27 / 29.45
   //   1 x 131072  19.98 / 22.30 against 14.21 / 16.56
   //   4 x 65536   21.86 / 22.12 against 13.05 / 15.25
   std::optional<Config> Default(const Problem& p, const Arch& arch) const override {
-    if (p.deterministic) return std::nullopt;
+    if (p.deterministic) {
+      const Family* resident = FindFamily("resident");
+      if (resident && resident->Default(p, arch)) return std::nullopt;
+    }
     if (p.dtype != DType::kF32 || p.n < kDefaultShortestRow || p.n > kDefaultLongestRow || p.k < kDefaultLeastK ||
         p.k > kDefaultMostK)
       return std::nullopt;

@@ -1457,6 +1457,9 @@ TEST(GridFamilyTest, ConstraintsEnumerationDefaultAndPlan) {
   det.n = 65536;
   det.batch = 4;
   EXPECT_EQ(DefaultConfig(det, arch).family, "resident");
+  det.n = 1048576;  // beyond the resident default: the grid's, and the tie pass
+  det.batch = 1;
+  EXPECT_EQ(DefaultConfig(det, arch).family, "grid");
   EXPECT_NE(DefaultConfig(Prob(DType::kF32, 1, 1048577, 2048), arch).family, "grid");
   EXPECT_NE(DefaultConfig(Prob(DType::kF32, 1, 524288, 255), arch).family, "grid");
   EXPECT_NE(DefaultConfig(Prob(DType::kF32, 1, 524288, 4097), arch).family, "grid");
