@@ -15,6 +15,20 @@ export LD_LIBRARY_PATH="/usr/local/cuda/lib64:$PWD/$B/lib${LD_LIBRARY_PATH:+:$LD
 SUMMARY=${SUMMARY:-$OUT/summary.txt}
 touch "$SUMMARY"
 log() { echo "$*" | tee -a "$SUMMARY"; }
+# sanitize_kernels LIMIT ID...: memcheck and racecheck of gpu_kernels_test's
+# sanitizer subset on the kernels whose ids hold each ID (its dtype's test).
+sanitize_kernels() {
+  local limit=$1 v f
+  shift
+  for v in "$@"; do
+    case $v in *bf16*) f=BF16 ;; *f16*) f=F16 ;; *) f=F32 ;; esac
+    TOPK_TEST_VARIANT=$v TOPK_TEST_SUBSET=sanitizer TAIL=3 run "memcheck-$v" "$limit" compute-sanitizer \
+      --tool memcheck --error-exitcode 9 "$B/bin/gpu_kernels_test" --gtest_filter="*Every${f}*"
+    TOPK_TEST_VARIANT=$v TOPK_TEST_SUBSET=sanitizer TAIL=3 run "racecheck-$v" "$limit" compute-sanitizer \
+      --tool racecheck --racecheck-report hazard --error-exitcode 9 "$B/bin/gpu_kernels_test" \
+      --gtest_filter="*Every${f}*"
+  done
+}
 run() {
   local name=$1 limit=$2 dir=${LOGDIR:-$OUT}
   shift 2

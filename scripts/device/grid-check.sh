@@ -42,14 +42,7 @@ for stage in "${stages[@]}"; do
     sanitize)
       # SANITIZE_KERNELS: the kernels checked (each with every launch-argument
       # value and both recoveries); memcheck and racecheck on each.
-      for v in ${SANITIZE_KERNELS:-grid_f32_b512_i1 grid_f32_b512_i2 grid_bf16_b512_i1}; do
-        case $v in *bf16*) f=BF16 ;; *f16*) f=F16 ;; *) f=F32 ;; esac
-        TOPK_TEST_VARIANT=$v TOPK_TEST_SUBSET=sanitizer TAIL=3 run "memcheck-$v" 300 compute-sanitizer \
-          --tool memcheck --error-exitcode 9 "$B/bin/gpu_kernels_test" --gtest_filter="*Every${f}*"
-        TOPK_TEST_VARIANT=$v TOPK_TEST_SUBSET=sanitizer TAIL=3 run "racecheck-$v" 300 compute-sanitizer \
-          --tool racecheck --racecheck-report hazard --error-exitcode 9 "$B/bin/gpu_kernels_test" \
-          --gtest_filter="*Every${f}*"
-      done ;;
+      sanitize_kernels 300 ${SANITIZE_KERNELS:-grid_f32_b512_i1 grid_f32_b512_i2 grid_bf16_b512_i1} ;;
     probe)
       while IFS='|' read -r shape ids; do
         [[ -z ${shape// /} ]] && continue

@@ -104,14 +104,7 @@ for stage in "${stages[@]}"; do
       log "--- deterministic cost (us)"
       grep -E "^\S|  \S+ +[0-9.]+ us|WRONG|rror" "$OUT/det-cost.log" | grep -vE "^device|^rc=0|best:" >>"$SUMMARY" ;;
     sanitize)
-      for v in ${SANITIZE_KERNELS:-grid_f32_b512_i1 filter_f32_b512_u2_r11 warp_f32_b128_i8}; do
-        case $v in *bf16*) f=BF16 ;; *f16*) f=F16 ;; *) f=F32 ;; esac
-        TOPK_TEST_VARIANT=$v TOPK_TEST_SUBSET=sanitizer TAIL=3 run "memcheck-$v" 200 compute-sanitizer \
-          --tool memcheck --error-exitcode 9 "$B/bin/gpu_kernels_test" --gtest_filter="*Every${f}*"
-        TOPK_TEST_VARIANT=$v TOPK_TEST_SUBSET=sanitizer TAIL=3 run "racecheck-$v" 200 compute-sanitizer \
-          --tool racecheck --racecheck-report hazard --error-exitcode 9 "$B/bin/gpu_kernels_test" \
-          --gtest_filter="*Every${f}*"
-      done ;;
+      sanitize_kernels 200 ${SANITIZE_KERNELS:-grid_f32_b512_i1 filter_f32_b512_u2_r11 warp_f32_b128_i8} ;;
     profile)
       NCU_KERNEL=grid_topk TAIL=80 run profile 300 bash scripts/device/profile.sh \
         g64 f32:1x131072:2048:ranges grid_f32_b512_i1_g64_s256_c4096 \
