@@ -10,8 +10,6 @@ set -uo pipefail
 source "$(dirname "$0")/env.sh"
 LOGS=/tmp/topk-logs
 mkdir -p "$LOGS" .device-state
-export TOPK_WORKER="$PWD/$B/bin/topk-tune-worker" TOPK_LIBRARY="$PWD/$B/lib/libtopk.so" PYTHONUNBUFFERED=1
-export TOPK_BIN_DIR="$PWD/$B/bin"
 T="$PWD/$B/bin/topk-tune"
 DB="$PWD/.device-state/dsa.db"
 GRID=${GRID:-/tmp/kill.db}  # the kill stage's cache: the dsa preset, tuned after five kills

@@ -8,6 +8,10 @@ OUT=${OUT:-/tmp/topk-out}
 export TOPK_TEST_TMP=/tmp/topk-tests
 mkdir -p "$OUT" "$TOPK_TEST_TMP/cubins"
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:$PWD/$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# The bundle's worker, library and tools for the tuner, the Python package
+# and the tests.
+export TOPK_WORKER="$PWD/$B/bin/topk-tune-worker" TOPK_LIBRARY="$PWD/$B/lib/libtopk.so"
+export TOPK_BIN_DIR="$PWD/$B/bin" PYTHONUNBUFFERED=1
 
 # log TEXT: to stdout and the summary ($SUMMARY, default $OUT/summary.txt).
 # run NAME TIMEOUT CMD...: output to $LOGDIR/NAME.log (default $OUT), the

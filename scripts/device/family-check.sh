@@ -48,8 +48,6 @@
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 : >"$SUMMARY"
-export TOPK_WORKER="$PWD/$B/bin/topk-tune-worker" TOPK_LIBRARY="$PWD/$B/lib/libtopk.so" PYTHONUNBUFFERED=1
-export TOPK_BIN_DIR="$PWD/$B/bin"
 TAIL=${TAIL:-12}
 stages=("$@")
 [[ ${#stages[@]} -eq 0 ]] && stages=(probe tests python legacy filter)

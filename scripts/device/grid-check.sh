@@ -23,8 +23,6 @@
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 : >"$SUMMARY"
-export TOPK_WORKER="$PWD/$B/bin/topk-tune-worker" TOPK_LIBRARY="$PWD/$B/lib/libtopk.so" PYTHONUNBUFFERED=1
-export TOPK_BIN_DIR="$PWD/$B/bin"
 stages=("$@")
 [[ ${#stages[@]} -eq 0 ]] && stages=(kernels det capi python probe compare)
 PROBE_SHAPES=${PROBE_SHAPES:-"f32:1x524288:2048:ranges|resident_f32_b1024_g1024_i16_s16_c16 grid_f32_b256_i4_g128_s256_c4096 grid_f32_b512_i2_g128_s1024_c4096

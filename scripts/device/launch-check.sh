@@ -32,8 +32,6 @@
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 : >"$SUMMARY"
-export TOPK_WORKER="$PWD/$B/bin/topk-tune-worker" TOPK_LIBRARY="$PWD/$B/lib/libtopk.so" PYTHONUNBUFFERED=1
-export TOPK_BIN_DIR="$PWD/$B/bin"
 stages=("$@")
 [[ ${#stages[@]} -eq 0 ]] && stages=(pdl probe compare)
 PROBE_SHAPES=${PROBE_SHAPES:-"f32:64x4096:128:ranges f32:64x32768:2048:ranges f32:1x131072:2048:ranges

@@ -8,7 +8,7 @@
 #   scripts/device/python-examples.sh [--iters N]
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
-export TOPK_LIBRARY="$PWD/$B/lib/libtopk.so" PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
 # A fresh cache of its own: kernels are compiled at plan time (default
 # dispatch), so the numbers are those of an untuned install.
 export TOPK_TUNE_DB=${TOPK_TUNE_DB:-$TOPK_TEST_TMP/python-examples.db}

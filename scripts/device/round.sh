@@ -16,8 +16,7 @@ set -uo pipefail
 source "$(dirname "$0")/env.sh"
 START=$SECONDS
 DEADLINE_S=${DEADLINE_S:-500}
-export TOPK_BIN_DIR="$PWD/$B/bin" TOPK_WORKER="$PWD/$B/bin/topk-tune-worker" PYTHONUNBUFFERED=1
-export TOPK_LIBRARY="$PWD/$B/lib/libtopk.so" PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
 cp -n "$B"/cubins/* "$TOPK_TEST_TMP/cubins/" 2>/dev/null
 LOGDIR=/tmp/topk-round-logs  # packed into $OUT/logs.tgz (few files come back)
 mkdir -p "$LOGDIR"

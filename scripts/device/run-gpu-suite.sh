@@ -6,8 +6,6 @@ set -uo pipefail
 source "$(dirname "$0")/env.sh"
 LOGS=/tmp/topk-logs
 mkdir -p "$LOGS"
-export TOPK_BIN_DIR="$PWD/$B/bin" TOPK_WORKER="$PWD/$B/bin/topk-tune-worker"
-export PYTHONUNBUFFERED=1 TOPK_LIBRARY="$PWD/$B/lib/libtopk.so"
 cp -n "$B"/cubins/* "$TOPK_TEST_TMP/cubins/" 2>/dev/null || true
 SUMMARY="$OUT/summary.txt"
 : >"$SUMMARY"
