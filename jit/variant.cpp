@@ -99,7 +99,11 @@ StatusOr<PreparedVariant> PreparedVariant::Make(const gen::Config& c, const Prob
 }
 
 LaunchShape PreparedVariant::shape() const {
-  LaunchShape s = plan_.stages.empty() ? LaunchShape{} : StageShape(plan_.stages.front(), problem_.batch);
+  return plan_.stages.empty() ? LaunchShape{} : PlanShape(plan_.stages.front(), problem_.batch);
+}
+
+LaunchShape PreparedVariant::PlanShape(const gen::Stage& stage, int64_t batch) const {
+  LaunchShape s = StageShape(stage, batch);
   s.programmatic = programmatic_ && plan_.awaits_prior_grids;
   return s;
 }
@@ -121,9 +125,7 @@ Status PreparedVariant::Launch(const void* input, const int32_t* ranges, int32_t
     a.out_val = values;
     a.batch = static_cast<int>(batch);
     a.workspace = plan_.workspace_bytes > 0 ? workspace : nullptr;
-    LaunchShape shape = StageShape(st, batch);
-    shape.programmatic = programmatic_ && plan_.awaits_prior_grids;
-    TOPK_RETURN_IF_ERROR(jit::Launch(stage_fns_[i], shape, &a, sizeof(a), stream));
+    TOPK_RETURN_IF_ERROR(jit::Launch(stage_fns_[i], PlanShape(st, batch), &a, sizeof(a), stream));
   }
   // The passes after the plan: one CTA per row over the finished output.
   auto row_pass = [&](CUfunction fn, LaunchShape shape, auto args) {

@@ -60,6 +60,10 @@ class PreparedVariant {
   const gen::LaunchPlan& plan() const { return plan_; }
 
  private:
+  // A stage's launch shape for `batch` rows, programmatic where the plan's
+  // kernels wait for their predecessor.
+  LaunchShape PlanShape(const gen::Stage& stage, int64_t batch) const;
+
   gen::Config config_;
   Problem problem_;
   gen::LaunchPlan plan_;
