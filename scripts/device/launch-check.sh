@@ -21,7 +21,8 @@
 #   det-cost the defaults of DET_SHAPES with and without deterministic mode
 #   sanitize memcheck and racecheck, programmatic launches, on
 #            SANITIZE_KERNELS (default a grid, a filter and a warp kernel)
-#   profile  Nsight Compute on the one-row DSA shapes' grid defaults
+#   profile  Nsight Compute on the defaults of PROFILE_SHAPES (default the
+#            one-row DSA shapes)
 #   bench    topk-bench (the C++ runtime, no torch) on the one-row DSA shapes,
 #            its defaults beside the CUB baseline
 #   presets  tune the dsa, sampling and moe presets into a fresh cache
@@ -104,9 +105,17 @@ for stage in "${stages[@]}"; do
     sanitize)
       sanitize_kernels 200 ${SANITIZE_KERNELS:-grid_f32_b512_i1 filter_f32_b512_u2_r11 warp_f32_b128_i8} ;;
     profile)
-      NCU_KERNEL=grid_topk TAIL=80 run profile 300 bash scripts/device/profile.sh \
-        g64 f32:1x131072:2048:ranges grid_f32_b512_i1_g64_s256_c4096 \
-        g128 f32:1x524288:2048:ranges grid_f32_b512_i2_g128_s256_c4096 ;;
+      # PROFILE_SHAPES: the default of each shape, one launch under Nsight
+      # Compute (the first launch of a top-k kernel, not the tie pass or sort).
+      args=()
+      for shape in ${PROFILE_SHAPES:-f32:1x131072:2048:ranges f32:1x524288:2048:ranges}; do
+        args+=("$shape" "$shape" default)
+      done
+      NCU_KERNEL='(grid_topk|filter|filter_cluster|resident|resident_cluster|topk|warp)_kernel' TAIL=0 \
+        run profile "${PROFILE_LIMIT:-300}" bash scripts/device/profile.sh "${args[@]}"
+      log "--- profile (per shape: duration, throughput, stalls)"
+      grep -E "^=== |Duration|Memory Throughput|Compute \(SM\) Throughput|Executed Ipc A|Issue Slots Busy|Achieved Occupancy|Registers Per|pcsamp_warps_issue_stalled_(barrier|long_scoreboard|wait|short_scoreboard|membar|not_selected|mio_throttle|math_pipe)" \
+        "$OUT/profile.log" >>"$SUMMARY" ;;
     bench)
       TAIL=12 run bench 300 "$B/bin/topk-bench" --preset dsa \
         --benchmark_filter='dsa/f32/1x(131072|524288)/k2048/(default|cub)' ;;
