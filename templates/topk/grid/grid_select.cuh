@@ -11,15 +11,16 @@
 //      (over the sample's span above t) to the row's;
 //   3. meets the others at a grid barrier, finds the k-th key's bin in the
 //      row's histogram, writes its keys above that bin straight to the output
-//      and gathers the keys in it into the workspace; the CTA that takes the
-//      last ticket ranks that bin (a few dozen keys on a normal row) and
-//      finishes the row.
+//      and gathers the keys in it into the workspace; CTA 0 ranks that bin (a
+//      few dozen keys on a normal row) as the keys arrive and finishes the
+//      row.
 // A guess that fails (fewer than k keys at or above t, or a k-th bin larger
 // than the workspace's candidate room) sends every CTA of the row through an
 // exact radix select over the keys they hold in registers, one 8-bit digit a
-// grid barrier: exact, and a few microseconds slower. The last CTA zeroes
-// the row's counters and the candidates it read, so the workspace is zero
-// again after every launch.
+// grid barrier: exact, and a few microseconds slower. CTA 0 zeroes the
+// candidates it read and the CTA that takes the last ticket the row's
+// counters and histograms, so the workspace is zero again after every
+// launch.
 //
 // Launched cooperatively (every CTA resident: the barriers wait for all of
 // them). TopkArgs: buffer = candidate room per row, rounds = sample vectors,
@@ -42,7 +43,7 @@ constexpr int kRecoveryHists = 4;  // the recovery's digit passes, one histogram
 // room) directly.
 constexpr u32 kDirectRank = 256;
 // Per row: 8 counters, the threshold pass's histogram and the recovery's,
-// then the candidates' keys and columns (2 x TopkArgs::buffer words).
+// then the candidates (TopkArgs::buffer 8-byte words: key, position).
 constexpr int kRowWords = 8 + kBins * (1 + kRecoveryHists);
 enum Counter { kTicket = 0, kAbove, kEq, kArrive, kOutN, kTieN, kBinN };
 // The threshold's margin: standard deviations of the sample's count above
@@ -79,6 +80,21 @@ __device__ __forceinline__ u32 load_acquire(const u32* p) {
 __device__ __forceinline__ u32 load_cg(const u32* p) {
   u32 v;
   asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(v) : "l"(p));
+  return v;
+}
+// A gathered candidate: its key in the low word (never 0: every gathered key
+// is above the threshold), its position in the high one, stored and read as
+// one 8-byte word so that a reader that sees the key sees its position.
+__device__ __forceinline__ void store_candidate(unsigned long long* p, u32 key, int pos) {
+  const unsigned long long v = static_cast<unsigned long long>(key) | (static_cast<unsigned long long>(pos) << 32);
+  asm volatile("st.relaxed.gpu.global.b64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+// Waits until candidate *p has been stored (its key is not 0) and returns it.
+__device__ __forceinline__ unsigned long long await_candidate(const unsigned long long* p) {
+  unsigned long long v;
+  do {
+    asm volatile("ld.relaxed.gpu.global.b64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  } while (static_cast<u32>(v) == 0u);
   return v;
 }
 
@@ -121,15 +137,18 @@ __device__ uint2 cta_slots(u32* c1, u32 m1, u32* c2, u32 m2, u32* ws, u32* base)
   }
   if (lane == 31) ws[warp] = i1, ws[32 + warp] = i2;
   __syncthreads();
-  if (threadIdx.x == 0) {
-    u32 s1 = 0, s2 = 0;
-    for (int w = 0; w < static_cast<int>(blockDim.x >> 5); ++w) {
-      const u32 a = ws[w], b = ws[32 + w];
-      ws[w] = s1, ws[32 + w] = s2;
-      s1 += a, s2 += b;
+  if (warp == 0) {
+    // The warps' totals, scanned by warp 0: lane w ends with warp w's first
+    // slot; lanes 0 and 1 take the CTA's slots of the two counters.
+    const int warps = static_cast<int>(blockDim.x >> 5);
+    const u32 a = lane < warps ? ws[lane] : 0u, b = lane < warps ? ws[32 + lane] : 0u;
+    const u32 s1 = warp_inclusive_prefix(a), s2 = warp_inclusive_prefix(b);
+    if (lane < warps) ws[lane] = s1 - a, ws[32 + lane] = s2 - b;
+    const u32 t1 = __shfl_sync(kFullMask, s1, 31), t2 = __shfl_sync(kFullMask, s2, 31);
+    if (lane < 2) {  // both atomics in one instruction
+      const u32 t = lane == 0 ? t1 : t2;
+      base[lane] = t ? atomicAdd(lane == 0 ? c1 : c2, t) : 0u;
     }
-    base[0] = s1 ? atomicAdd(c1, s1) : 0u;
-    base[1] = s2 ? atomicAdd(c2, s2) : 0u;
   }
   __syncthreads();
   return make_uint2(base[0] + ws[warp] + i1 - m1, base[1] + ws[32 + warp] + i2 - m2);
@@ -353,8 +372,9 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
   u32* ws = static_cast<u32*>(a.workspace) + static_cast<long long>(row) * (kRowWords + 2 * a.buffer);
   u32* ctr = ws;
   u32* row_hist = ws + 8;
-  u32* cand_key = ws + kRowWords;
-  int* cand_idx = reinterpret_cast<int*>(cand_key + a.buffer);
+  // 8-byte aligned: the workspace is 16-byte aligned and every row's words
+  // and kRowWords are even.
+  unsigned long long* cand = reinterpret_cast<unsigned long long*>(ws + kRowWords);
   const int lane = threadIdx.x & 31;
   if (threadIdx.x == 0) sh[12] = 0, sh[13] = 0, sh[14] = 0;
 
@@ -478,7 +498,7 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
         s.for_each([&](u32 x, int p) {
           const u32 d = x > t ? digit(x) : 0u;
           if (x > t && d > b) emit(p, slot.x++);
-          if (x > t && d == b) cand_key[slot.y] = x, cand_idx[slot.y] = p, ++slot.y;
+          if (x > t && d == b) store_candidate(cand + slot.y++, x, p);
         });
     }
   }
@@ -514,16 +534,18 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
     write_above_and_ties(s, prefix, k - rank, rank, &ctr[kOutN], &ctr[kTieN], sh, emit);
   }
 
-  // 5. The last CTA to finish ranks the gathered bin and zeroes the row's
-  // counters and histograms.
+  // 5. CTA 0 ranks the gathered bin as its keys arrive (each candidate
+  // word is stored whole, so no ticket needs to wait for the others); the
+  // CTA that takes the last ticket zeroes the row's counters and histograms,
+  // its atomic's round trip beside CTA 0's ranking.
   __syncthreads();
-  if (threadIdx.x == 0) sh[4] = atomic_add_acq_rel(&ctr[kTicket], 1u) == static_cast<u32>(G - 1);
-  __syncthreads();
-  if (!sh[4]) return;
-  if (!miss && A >= k) {
+  constexpr int kTicketThread = P::kBlock - 32;  // not among the first cb threads, which wait for candidates
+  if (threadIdx.x == kTicketThread) sh[4] = atomic_add_acq_rel(&ctr[kTicket], 1u) == static_cast<u32>(G - 1);
+  if (!miss && A >= k && part == 0) {
     for (u32 i = threadIdx.x; i < cb; i += P::kBlock) {
-      fin_key[i] = load_cg(cand_key + i), fin_idx[i] = static_cast<int>(load_cg(reinterpret_cast<u32*>(cand_idx + i)));
-      cand_key[i] = 0, cand_idx[i] = 0;  // the workspace zero again
+      const unsigned long long v = await_candidate(cand + i);
+      fin_key[i] = static_cast<u32>(v), fin_idx[i] = static_cast<int>(v >> 32);
+      cand[i] = 0;  // the workspace zero again
     }
     __syncthreads();
     const u32 first = k - rb;  // the keys above the bin
@@ -573,6 +595,7 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
     }
   }
   __syncthreads();
+  if (!sh[4]) return;
   for (int i = threadIdx.x; i < kBins * (1 + kRecoveryHists); i += P::kBlock) row_hist[i] = 0;
   if (threadIdx.x < 8) ctr[threadIdx.x] = 0;
 }
