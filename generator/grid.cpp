@@ -19,14 +19,13 @@ constexpr int kStaticWords = 256 + 128;
 constexpr int kRowWords = 8 + 256 * 5;
 constexpr int kMaxSample = 1024;
 constexpr int kMinSliceElements = 1024;  // enumeration: fewer per CTA is all barrier
-// The default's rows: at least this many elements (a tune of the dsa preset
-// on an H100 chose the grid family for 1 and 8 x 65536 k 2048; against the
-// resident cluster it replaced, 2% slower on one normal row, 1.2x faster on
-// four and eight, 1.38x on shifted rows: docs/PERFORMANCE.md,
-// "Programmatic dependent launch").
-constexpr int64_t kDefaultShortestRow = 65536;
-// The default's slice: a CTA per this many elements of the row (64 CTAs at
-// 131072, 128 from 262144), the CTAs a power of two.
+// The default's rows: at least this many elements, 16 CTAs of 2048 (on an
+// H100 against the resident 8-CTA cluster it replaced, 1.11-1.35x faster on
+// normal rows of 32768 and 49152, 1.28-1.36x on shifted ones:
+// docs/PERFORMANCE.md, "The bin ranked as it arrives").
+constexpr int64_t kDefaultShortestRow = 32768;
+// The default's slice: a CTA per this many elements of the row (16 CTAs at
+// 32768, 64 at 131072, 128 from 262144), the CTAs a power of two.
 constexpr int64_t kDefaultSliceElements = 2048;
 constexpr int64_t kDefaultLongestRow = 1048576;
 constexpr int64_t kDefaultLeastK = 256;
@@ -133,9 +132,9 @@ class Grid final : public Family {
     return out;
   }
 
-  // fp32 rows of 65536 to 1048576 elements, k 256 to 4096 (the DSA
+  // fp32 rows of 32768 to 1048576 elements, k 256 to 4096 (the DSA
   // indexer's long rows), while a row gets at least 16 CTAs: 512 threads a
-  // CTA, a CTA per 2048 elements (32 at 65536, 64 at 131072, 128 from
+  // CTA, a CTA per 2048 elements (16 at 32768, 64 at 131072, 128 from
   // 262144) up to 128 CTAs where the GPU has the SMs, else 64, halved until
   // batch x CTAs fits the SMs. H100, k 2048, ranges, L2-hot,
   // each verified exact, against the default it replaced in the same run
@@ -151,6 +150,11 @@ class Grid final : public Family {
   //   1 x 65536 (32)          9.38 /  9.60 against  9.17 / 13.20
   //   4 x 65536 (32)          9.49 /  9.78 against 11.15 / 13.31
   //   8 x 65536 (16)         10.80 / 10.80 against 13.02 / 13.42
+  // and from 32768, with the bin ranked as it arrives ("The bin ranked as it
+  // arrives", normal / shifted):
+  //   1 x 32768 (16)          8.60 /  8.99 against 10.20 / 12.20
+  //   8 x 32768 (16)          8.95 /  9.31 against 12.10 / 12.34
+  //   1 x 49152 (16)          9.63 /  9.99 against 10.72 / 12.80
   // Deterministic problems that the resident family's default serves (rows
   // up to 524288) are left to it: it takes the lowest-index ties itself,
   // where this one needs the tie pass (one CTA a row over the whole row).

@@ -1440,7 +1440,7 @@ TEST(GridFamilyTest, ConstraintsEnumerationDefaultAndPlan) {
             Config(GridParams{DType::kF32, 512, 4, 16, 256, 4096}));
   EXPECT_NE(DefaultConfig(Prob(DType::kF32, 9, 131072, 2048), arch).family, "grid");   // 8 CTAs a row
   EXPECT_NE(DefaultConfig(Prob(DType::kF32, 4, 1048576, 2048), arch).family, "grid");  // 32 CTAs hold 524288
-  // Rows from 65536: a CTA per 2048 elements (a power of two of them).
+  // Rows from 32768: a CTA per 2048 elements (a power of two of them).
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 65536, 2048), arch),
             Config(GridParams{DType::kF32, 512, 1, 32, 256, 4096}));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 131071, 2048), arch),
@@ -1448,7 +1448,13 @@ TEST(GridFamilyTest, ConstraintsEnumerationDefaultAndPlan) {
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 8, 65536, 2048), arch),
             Config(GridParams{DType::kF32, 512, 2, 16, 256, 4096}));
   EXPECT_NE(DefaultConfig(Prob(DType::kF32, 9, 65536, 2048), arch).family, "grid");   // 8 CTAs a row
-  EXPECT_NE(DefaultConfig(Prob(DType::kF32, 1, 65535, 2048), arch).family, "grid");
+  // Rows from 32768: 16 CTAs.
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 65535, 2048), arch),
+            Config(GridParams{DType::kF32, 512, 2, 16, 256, 4096}));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 8, 32768, 2048), arch),
+            Config(GridParams{DType::kF32, 512, 1, 16, 256, 4096}));
+  EXPECT_NE(DefaultConfig(Prob(DType::kF32, 9, 32768, 2048), arch).family, "grid");  // 8 CTAs a row
+  EXPECT_NE(DefaultConfig(Prob(DType::kF32, 1, 32767, 2048), arch).family, "grid");
   // Deterministic: the resident family, whose kernels take the lowest-index
   // ties themselves (no tie pass over the long row).
   Problem det = Prob(DType::kF32, 1, 524288, 2048);

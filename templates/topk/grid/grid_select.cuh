@@ -252,6 +252,37 @@ __device__ u32 select_digits(const ForEach& for_each, int bits, u32 rank, const 
   return prefix;
 }
 
+// A lower bound of the rank-th largest (1 = largest) of the 32-bit values the
+// threads hold, from one histogram of their top 16 bits over the 256 values
+// of those bits up to the largest's: the rank-th value with its low 16 bits
+// cleared, what select_digits stopping with 16 bits left gives, in one pass
+// instead of two. *done is false, alike in every thread, when those bins
+// hold fewer than `rank` values; the caller then puts a barrier before
+// sh[0..2] and sh[11] are written again.
+// for_each(f) calls f(x) on each of this thread's values.
+constexpr int kWindowShift = 16;
+template <class ForEach>
+__device__ u32 select_below_top(const ForEach& for_each, u32 rank, const Hist& hist, u32* sh, bool* done) {
+  u32 m = 0;
+  for_each([&](u32 x) { m = max(m, x); });
+  m = __reduce_max_sync(kFullMask, m);
+  hist.clear();
+  if (threadIdx.x == 0) sh[0] = rank, sh[2] = 0, sh[11] = 0;
+  __syncthreads();
+  if ((threadIdx.x & 31) == 0 && m != 0) atomicMax(&sh[2], m);
+  __syncthreads();
+  const u32 top = sh[2] >> kWindowShift;
+  for_each([&](u32 x) {
+    const u32 d = top - (x >> kWindowShift);
+    if (d < static_cast<u32>(kBins)) hist.add(kBins - 1 - d);
+  });
+  __syncthreads();
+  hist.find(kBins, &sh[0], &sh[1], &sh[11]);
+  __syncthreads();
+  *done = sh[11] != 0;
+  return (top - (kBins - 1 - sh[1])) << kWindowShift;
+}
+
 // A CTA's slice of a row: keys in registers, positions relative to the
 // range's start.
 template <class P>
@@ -414,13 +445,20 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
     const float m = static_cast<float>(S) * P::kVec;
     const float c = static_cast<float>(k) * m / static_cast<float>(len);
     const u32 r = static_cast<u32>(fmaxf(1.f, fminf(m, ceilf(c + kSigmas * sqrtf(c) + 3.f))));
-    t = select_digits(
-        [&](auto f) {
+    auto sample = [&](auto f) {
 #pragma unroll
-          for (int i = 0; i < P::kSampleVecs * P::kVec; ++i)
-            if (i < scount) f(skey[i]);
-        },
-        P::kBits, r, hist, sh, P::kBits / 2);
+      for (int i = 0; i < P::kSampleVecs * P::kVec; ++i)
+        if (i < scount) f(skey[i]);
+    };
+    bool done = false;
+    // 32-bit keys: one pass over the 256 values of the top 16 bits up to
+    // the sample's largest key (a normal row's rank-th sample key is within
+    // two binades of it), the digit passes when that misses.
+    if (P::kBits == 32) {
+      t = select_below_top(sample, r, hist, sh, &done);
+      if (!done) __syncthreads();
+    }
+    if (!done) t = select_digits(sample, P::kBits, r, hist, sh, P::kBits / 2);
   }
   __syncthreads();  // sh[12..14] zeroed above (no select: no barrier yet)
 
