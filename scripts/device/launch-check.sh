@@ -25,7 +25,7 @@
 #            one-row DSA shapes)
 #   bench    topk-bench (the C++ runtime, no torch) on the one-row DSA shapes,
 #            its defaults beside the CUB baseline
-#   presets  tune the dsa, sampling and moe presets into a fresh cache
+#   presets  tune PRESETS (default the dsa, sampling and moe presets) into a fresh cache
 #            (BUDGET seconds a shape, default 3) and write the report: which
 #            family won where
 # Logs under $OUT; the summary is printed.
@@ -121,7 +121,7 @@ for stage in "${stages[@]}"; do
         --benchmark_filter='dsa/f32/1x(131072|524288)/k2048/(default|cub)' ;;
     presets)
       rm -f /tmp/presets.db*
-      for preset in dsa sampling moe; do
+      for preset in ${PRESETS:-dsa sampling moe}; do
         TAIL=6 run "tune-$preset" "${TUNE_LIMIT:-190}" "$B/bin/topk-tune" tune --db /tmp/presets.db --budget "${BUDGET:-3}" \
           --preset "$preset"
       done
