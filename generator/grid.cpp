@@ -56,7 +56,7 @@ class Grid final : public Family {
   const std::string& summary() const override {
     static const std::string s =
         "a row over many CTAs of the grid (cooperative launch, a global workspace): one threshold from a sample, "
-        "the row read once into registers, the k-th key's bin ranked by the last CTA, an exact radix select over "
+        "the row read once into registers, the k-th key's bin ranked by CTA 0 as it arrives, an exact radix select over "
         "the registers when the guess fails; for a few long rows";
     return s;
   }
