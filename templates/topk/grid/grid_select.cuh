@@ -39,8 +39,8 @@ constexpr int kBins = 1 << kDigit;
 constexpr int kShWords = 128;  // scalars (0..15, 48..49), a small bin's list (16..47), warp sums (64..127)
 constexpr int kMaxSample = 1024;  // sample vectors
 constexpr int kRecoveryHists = 4;  // the recovery's digit passes, one histogram each (32-bit keys: 4)
-// The last CTA ranks a bin of at most this many keys (and a quarter of the
-// room) directly.
+// CTA 0 ranks a bin of at most this many keys (and a quarter of the room)
+// directly.
 constexpr u32 kDirectRank = 256;
 // Per row: 8 counters, the threshold pass's histogram and the recovery's,
 // then the candidates (TopkArgs::buffer 8-byte words: key, position).
@@ -255,8 +255,9 @@ __device__ u32 select_digits(const ForEach& for_each, int bits, u32 rank, const 
 // A lower bound of the rank-th largest (1 = largest) of the 32-bit values the
 // threads hold, from one histogram of their top 16 bits over the 256 values
 // of those bits up to the largest's: the rank-th value with its low 16 bits
-// cleared, what select_digits stopping with 16 bits left gives, in one pass
-// instead of two. *done is false, alike in every thread, when those bins
+// cleared, in one pass, what select_digits stopping with 16 bits left gives
+// in two (unless its shortcut through a first bin of at most 32 values finds
+// the value itself, up to 0xffff above this bound). *done is false, alike in every thread, when those bins
 // hold fewer than `rank` values; the caller then puts a barrier before
 // sh[0..2] and sh[11] are written again.
 // for_each(f) calls f(x) on each of this thread's values.
@@ -454,7 +455,7 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
     // 32-bit keys: one pass over the 256 values of the top 16 bits up to
     // the sample's largest key (a normal row's rank-th sample key is within
     // two binades of it), the digit passes when that misses.
-    if (P::kBits == 32) {
+    if constexpr (P::kBits == 32) {
       t = select_below_top(sample, r, hist, sh, &done);
       if (!done) __syncthreads();
     }
@@ -577,7 +578,9 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
   // CTA that takes the last ticket zeroes the row's counters and histograms,
   // its atomic's round trip beside CTA 0's ranking.
   __syncthreads();
-  constexpr int kTicketThread = P::kBlock - 32;  // not among the first cb threads, which wait for candidates
+  // The last warp's lane 0: its atomic is issued before any poll of its own
+  // (it polls only for a bin of more keys than the block's first warps take).
+  constexpr int kTicketThread = P::kBlock - 32;
   if (threadIdx.x == kTicketThread) sh[4] = atomic_add_acq_rel(&ctr[kTicket], 1u) == static_cast<u32>(G - 1);
   if (!miss && A >= k && part == 0) {
     for (u32 i = threadIdx.x; i < cb; i += P::kBlock) {
