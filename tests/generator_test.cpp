@@ -1416,7 +1416,7 @@ TEST(GridFamilyTest, ConstraintsEnumerationDefaultAndPlan) {
   }
   EXPECT_EQ(FindFamily("grid")->EnumerateKernels(DType::kF32, arch).size(), 4u);  // 512 threads, 1-8 vectors
 
-  // The default: fp32 rows of 65536 to 1048576 with k 256 to 4096, 512
+  // The default: fp32 rows of 32768 to 1048576 with k 256 to 4096, 512
   // threads a CTA; a CTA per 2048 elements, up to 128 where the SMs allow,
   // else 64.
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 524288, 2048), arch),
@@ -1440,7 +1440,7 @@ TEST(GridFamilyTest, ConstraintsEnumerationDefaultAndPlan) {
             Config(GridParams{DType::kF32, 512, 4, 16, 256, 4096}));
   EXPECT_NE(DefaultConfig(Prob(DType::kF32, 9, 131072, 2048), arch).family, "grid");   // 8 CTAs a row
   EXPECT_NE(DefaultConfig(Prob(DType::kF32, 4, 1048576, 2048), arch).family, "grid");  // 32 CTAs hold 524288
-  // Rows from 32768: a CTA per 2048 elements (a power of two of them).
+  // Rows of 65536 to 131071: a CTA per 2048 elements (a power of two of them).
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 65536, 2048), arch),
             Config(GridParams{DType::kF32, 512, 1, 32, 256, 4096}));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 131071, 2048), arch),
@@ -1448,7 +1448,7 @@ TEST(GridFamilyTest, ConstraintsEnumerationDefaultAndPlan) {
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 8, 65536, 2048), arch),
             Config(GridParams{DType::kF32, 512, 2, 16, 256, 4096}));
   EXPECT_NE(DefaultConfig(Prob(DType::kF32, 9, 65536, 2048), arch).family, "grid");   // 8 CTAs a row
-  // Rows from 32768: 16 CTAs.
+  // Rows of 32768 to 65535: 16 CTAs.
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 65535, 2048), arch),
             Config(GridParams{DType::kF32, 512, 2, 16, 256, 4096}));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 8, 32768, 2048), arch),
