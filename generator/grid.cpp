@@ -15,7 +15,7 @@ Status Broken(const std::string& constraint, const std::string& what) {
 // templates/topk/grid/grid_select.cuh: the shared words before the
 // candidates, a row's workspace words before its candidates, the sample's
 // most vectors.
-constexpr int kStaticWords = 256 + 128;
+constexpr int kStaticWords = 2 * 256 + 128;
 constexpr int kRowWords = 8 + 256 * 5;
 constexpr int kMaxSample = 1024;
 constexpr int kMinSliceElements = 1024;  // enumeration: fewer per CTA is all barrier

@@ -37,6 +37,9 @@ namespace grid {
 constexpr int kDigit = 8;
 constexpr int kBins = 1 << kDigit;
 constexpr int kShWords = 128;  // scalars (0..15, 48..49), a small bin's list (16..47), warp sums (64..127)
+// Dynamic shared memory: the histogram, the slice's histogram above the
+// threshold (zeroed at the start, so that step 2 needs no barrier to clear
+// one), kShWords scalars, then the candidates.
 constexpr int kMaxSample = 1024;  // sample vectors
 constexpr int kRecoveryHists = 4;  // the recovery's digit passes, one histogram each (32-bit keys: 4)
 // CTA 0 ranks a bin of at most this many keys (and a quarter of the room)
@@ -58,7 +61,7 @@ struct Policy {
   static constexpr int kVec = Keys<DTYPE>::kVec;
   static constexpr int kBits = Keys<DTYPE>::kBits;
   static constexpr int kSampleVecs = (kMaxSample + BLOCK - 1) / BLOCK;  // a thread's sample vectors
-  static constexpr int kStaticWords = kBins + kShWords;  // dynamic shared memory before the candidates
+  static constexpr int kStaticWords = 2 * kBins + kShWords;  // dynamic shared memory before the candidates
   static_assert(BLOCK % 32 == 0 && BLOCK >= 64 && BLOCK <= 1024, "block");
 };
 
@@ -112,6 +115,16 @@ __device__ __forceinline__ void grid_barrier(u32* arrive, u32 target) {
   }
   __syncthreads();
 }
+
+// Every thread of the CTA: grid_barrier's wait, after which warp 0 reads the
+// row's counts above the threshold and at it (sh[8], sh[9]) and, when at
+// least k keys lie above it, finds the k-th key's bin in the row's
+// histogram in registers: its bin in sh[1], the rank within it in sh[0],
+// its count in sh[11]. Every lane of warp 0 acquires the arrivals itself,
+// so its loads see the other CTAs' counts; one CTA barrier then passes the
+// result on. (grid_barrier, then a shared histogram and Hist::find, took
+// three barriers more.)
+__device__ __forceinline__ void grid_barrier_find(u32* ctr, const u32* row_hist, u32 target, u32 k, u32* sh);
 
 // A slot from counter *c for each lane with `take`: one atomic a warp.
 // Every lane calls it.
@@ -260,16 +273,18 @@ __device__ u32 select_digits(const ForEach& for_each, int bits, u32 rank, const 
 // the value itself, up to 0xffff above this bound). *done is false, alike in every thread, when those bins
 // hold fewer than `rank` values; the caller then puts a barrier before
 // sh[0..2] and sh[11] are written again.
-// for_each(f) calls f(x) on each of this thread's values.
+// for_each(f) calls f(x) on each of this thread's values. sh[2] ends as the
+// largest value.
 constexpr int kWindowShift = 16;
 template <class ForEach>
 __device__ u32 select_below_top(const ForEach& for_each, u32 rank, const Hist& hist, u32* sh, bool* done) {
-  u32 m = 0;
-  for_each([&](u32 x) { m = max(m, x); });
-  m = __reduce_max_sync(kFullMask, m);
+  // The barrier first, while the sample's loads are in flight.
   hist.clear();
   if (threadIdx.x == 0) sh[0] = rank, sh[2] = 0, sh[11] = 0;
   __syncthreads();
+  u32 m = 0;
+  for_each([&](u32 x) { m = max(m, x); });
+  m = __reduce_max_sync(kFullMask, m);
   if ((threadIdx.x & 31) == 0 && m != 0) atomicMax(&sh[2], m);
   __syncthreads();
   const u32 top = sh[2] >> kWindowShift;
@@ -374,6 +389,44 @@ __device__ __forceinline__ void write_above_and_ties(const Slice<P>& s, u32 kth,
   });
 }
 
+__device__ __forceinline__ void grid_barrier_find(u32* ctr, const u32* row_hist, u32 target, u32 k, u32* sh) {
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    const u32 lane = threadIdx.x;
+    if (lane == 0) atomic_add_release(&ctr[kArrive], 1u);
+    __syncwarp();
+    while (load_acquire(&ctr[kArrive]) < target) {
+    }
+    const u32 A = load_cg(&ctr[kAbove]), E = load_cg(&ctr[kEq]);
+    // Lane l: bins 255 - 8 l down to 248 - 8 l.
+    u32 c[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) c[e] = load_cg(&row_hist[kBins - 1 - 8 * static_cast<int>(lane) - e]);
+    if (lane == 0) sh[8] = A, sh[9] = E;
+    if (A >= k) {  // the same in every lane
+      u32 sum = 0;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) sum += c[e];
+      const u32 incl = warp_inclusive_prefix(sum);
+      u32 cum = incl - sum;
+      if (cum < k && k <= incl) {  // one lane
+        bool found = false;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          if (!found && cum + c[e] >= k) {
+            found = true;
+            sh[1] = kBins - 1 - 8 * lane - static_cast<u32>(e);
+            sh[11] = c[e];
+            sh[0] = k - cum;
+          }
+          if (!found) cum += c[e];
+        }
+      }
+    }
+  }
+  __syncthreads();
+}
+
 // The whole kernel (grid_topk_kernel below is its entry point).
 template <class P>
 __device__ __forceinline__ void grid_select(const TopkArgs& a) {
@@ -381,7 +434,8 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
   using Raw = typename K::Raw;
   extern __shared__ u32 smem[];
   const Hist hist{smem};
-  u32* sh = smem + kBins;
+  const Hist hist2{smem + kBins};  // step 2's, zeroed below
+  u32* sh = smem + 2 * kBins;
   u32* fin_key = sh + kShWords;
   int* fin_idx = reinterpret_cast<int*>(fin_key + a.buffer);
   const int G = a.cache_cap;
@@ -409,6 +463,7 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
   unsigned long long* cand = reinterpret_cast<unsigned long long*>(ws + kRowWords);
   const int lane = threadIdx.x & 31;
   if (threadIdx.x == 0) sh[12] = 0, sh[13] = 0, sh[14] = 0;
+  hist2.clear();  // before the first barrier
 
   // 1. The sample's lower bound t of its rank-r key, the same in every CTA.
   const int full = len / P::kVec;  // whole vectors in the range
@@ -461,7 +516,7 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
     }
     if (!done) t = select_digits(sample, P::kBits, r, hist, sh, P::kBits / 2);
   }
-  __syncthreads();  // sh[12..14] zeroed above (no select: no barrier yet)
+  if (S <= 0) __syncthreads();  // sh[12..14] and hist2 zeroed above (no select: no barrier yet)
 
   // 2. The slice, its counts above and at t, and its histogram above t.
 #pragma unroll
@@ -477,36 +532,45 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
     }
   }
   const u32 lo = t + 1;  // every key above t is at least lo (t < the largest key: t is a sample key's bin floor)
-  u32 mx = 0;
+  // The histogram's span above t: the sample's largest key, which
+  // select_below_top left in sh[2] (no barrier); else a CTA max.
+  const bool span_known = P::kBits == 32 && S > 0;
+  u32 span = 0;
+  if (span_known) {
+    const u32 top = sh[2];
+    span = top > t ? top - lo : 0u;
+  } else {
+    u32 mx = 0;
 #pragma unroll
-  for (int i = 0; i < P::kSampleVecs * P::kVec; ++i)
-    if (i < scount && skey[i] > t) mx = max(mx, skey[i] - lo);
-  mx = __reduce_max_sync(kFullMask, mx);
-  if (lane == 0 && mx != 0) atomicMax(&sh[12], mx);
+    for (int i = 0; i < P::kSampleVecs * P::kVec; ++i)
+      if (i < scount && skey[i] > t) mx = max(mx, skey[i] - lo);
+    mx = __reduce_max_sync(kFullMask, mx);
+    if (lane == 0 && mx != 0) atomicMax(&sh[12], mx);
+  }
   u32 n_above, n_eq;
   s.count(t, &n_above, &n_eq);
-  hist.clear();
-  __syncthreads();
-  const u32 span = sh[12];
+  if (!span_known) {
+    __syncthreads();
+    span = sh[12];
+  }
   const int shift = max((span == 0 ? 0 : 32 - __clz(span)) - kDigit, 0);
   auto digit = [&](u32 x) { return min(static_cast<u32>(kBins - 1), (x - lo) >> shift); };
   s.for_each([&](u32 x, int) {
-    if (x > t) hist.add(digit(x));
+    if (x > t) hist2.add(digit(x));
   });
   const u32 wa = __reduce_add_sync(kFullMask, n_above), we = __reduce_add_sync(kFullMask, n_eq);
   if (lane == 0 && (wa | we)) atomicAdd(&sh[13], wa), atomicAdd(&sh[14], we);
   __syncthreads();
   for (int i = threadIdx.x; i < kBins; i += P::kBlock)
-    if (hist.h[i]) atomicAdd(&row_hist[i], hist.h[i]);
+    if (hist2.h[i]) atomicAdd(&row_hist[i], hist2.h[i]);
   if (threadIdx.x == 0) {
     if (sh[13]) atomicAdd(&ctr[kAbove], sh[13]);
     if (sh[14]) atomicAdd(&ctr[kEq], sh[14]);
   }
 
-  // 3. The grid barrier, then the row's counts and histogram.
-  grid_barrier(&ctr[kArrive], static_cast<u32>(G));
-  for (int i = threadIdx.x; i < kBins; i += P::kBlock) hist.h[i] = load_cg(&row_hist[i]);
-  const u32 A = load_cg(&ctr[kAbove]), E = load_cg(&ctr[kEq]);
+  // 3. The grid barrier, then the row's counts and the k-th key's bin.
+  grid_barrier_find(ctr, row_hist, static_cast<u32>(G), k, sh);
+  const u32 A = sh[8], E = sh[9];
   bool miss = A + E < k;
   u32 b = 0, rb = 0, cb = 0;
   auto emit = [&](int p, u32 slot) {
@@ -518,11 +582,6 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
     write_above_and_ties(s, t, A, k - A, &ctr[kOutN], &ctr[kTieN], sh, emit);
   } else if (!miss) {
     // The k-th key's bin b: keys above it straight out, those in it gathered.
-    __syncthreads();
-    if (threadIdx.x == 0) sh[0] = k;
-    __syncthreads();
-    hist.find(kBins, &sh[0], &sh[1], &sh[11]);
-    __syncthreads();
     b = sh[1], rb = sh[0], cb = sh[11];
     miss = cb > static_cast<u32>(a.buffer);
     if (!miss) {

@@ -127,7 +127,10 @@ __device__ __forceinline__ void group_sync(int id) {
 // warp, two barriers): if they are equal the search ends at bit 0. On a row
 // of few distinct values the k-th key's bin holds many copies of it at
 // every depth, so no bin is taken whole, and without this passes 2 and 3
-// run, each adding all of those keys to one bin.
+// run, each adding all of those keys to one bin. kHeavyBin is 32, not
+// the 256 it was: 64 x 4096 k128 on 16 values (about 256 copies of each,
+// so about half the rows fell below 256 and ran all four passes) took 6.19
+// us against 4.86 (H100, docs/PERFORMANCE.md, "Shorter chains").
 //
 // In a cluster of more than two CTAs (`part`: kParts x 256 words of this
 // CTA's shared memory, kParts = GROUP / 256) a third barrier splits the
@@ -144,7 +147,7 @@ __device__ __forceinline__ u32 find_rank(KeyOf keyof, Take take, Group* g, u32* 
   constexpr int kPerThread = kParts > 0 ? 16 / kParts : 0;  // CTAs a thread sums (clusters of at most 16)
   const u32 lane = lane_id(), csize = CL::size();
   const bool split = kParts > 0 && csize > 2;
-  constexpr u32 kHeavyBin = 256;
+  constexpr u32 kHeavyBin = 32;
   u32 prefix = *prefix_io, need = *need_io, in_bin = 0;
   int lo = BITS;
 #pragma unroll
