@@ -170,6 +170,11 @@ std::vector<Config> DefaultKernelConfigs(const Arch& arch) {
             const Config c = DefaultConfig(p, a);
             if (c.family.empty()) continue;
             by_key.emplace(c.KernelKey(), c);
+            // Deterministic problems: the same defaults but where a family
+            // takes the ties in a kernel of its own (the grid's `ties`).
+            p.deterministic = true;
+            const Config d = DefaultConfig(p, a);
+            if (!d.family.empty()) by_key.emplace(d.KernelKey(), d);
           }
   std::vector<Config> out;
   for (auto& [key, c] : by_key) out.push_back(std::move(c));

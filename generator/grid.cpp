@@ -16,7 +16,8 @@ Status Broken(const std::string& constraint, const std::string& what) {
 // candidates, a row's workspace words before its candidates, the sample's
 // most vectors.
 constexpr int kStaticWords = 2 * 256 + 128;
-constexpr int kRowWords = 8 + 256 * 5;
+constexpr int kRowWords = 8 + 256 * 5 + 256;
+constexpr int kMaxCtas = 256;  // a row's tie counts in the workspace
 constexpr int kMaxSample = 1024;
 constexpr int kMinSliceElements = 1024;  // enumeration: fewer per CTA is all barrier
 // The default's rows: at least this many elements, 16 CTAs of 2048 (on an
@@ -43,6 +44,13 @@ const std::vector<ParamSpec>& Specs() {
       {"sample", "s", "16-byte vectors of the row sampled for the threshold", {256, 1024}, false},
       {"candidates", "c", "room per row for the k-th key's bin (8 bytes each in the workspace and shared memory)",
        {4096}, false},
+      // Not searched: the default sets it for deterministic problems (the
+      // tuner tunes none), and a kernel with it is a valid top-k for any
+      // problem, only slower.
+      {"ties", "t",
+       "1: deterministic mode in the kernel (canonical keys, the lowest-index ties; no tie pass after it), "
+       "0: deterministic problems get the common tie pass",
+       {0}, true, 0},
   };
   return specs;
 }
@@ -68,12 +76,14 @@ class Grid final : public Family {
     if (c.block_threads < 64)
       return Broken("block", "block_threads must be at least 64, got " + std::to_string(c.block_threads));
     if (c.items < 1 || c.items > 8) return Broken("items", "items must be in [1, 8], got " + std::to_string(c.items));
-    if (c.ctas < 1 || c.ctas > arch.sm_count)
-      return Broken("ctas", "ctas must be in [1, " + std::to_string(arch.sm_count) + "] (the SMs: every CTA resident), got " +
+    if (c.ctas < 1 || c.ctas > arch.sm_count || c.ctas > kMaxCtas)
+      return Broken("ctas", "ctas must be in [1, " + std::to_string(std::min(arch.sm_count, kMaxCtas)) +
+                                "] (the SMs: every CTA resident; at most " + std::to_string(kMaxCtas) + "), got " +
                                 std::to_string(c.ctas));
     if (c.sample < 1 || c.sample > kMaxSample)
       return Broken("sample", "sample must be in [1, " + std::to_string(kMaxSample) + "] vectors, got " +
                                   std::to_string(c.sample));
+    if (c.ties != 0 && c.ties != 1) return Broken("ties", "ties must be 0 or 1, got " + std::to_string(c.ties));
     if (c.candidates < 32 || c.candidates > 16384)
       return Broken("candidates", "candidates must be in [32, 16384], got " + std::to_string(c.candidates));
     if (c.smem_bytes() + arch.static_smem_reserve > arch.max_smem_optin)
@@ -124,11 +134,16 @@ class Grid final : public Family {
 
   std::vector<Config> EnumerateKernels(DType dtype, const Arch& arch) const override {
     std::vector<Config> out;
-    for (int b : Specs()[0].values)
-      for (int i : Specs()[1].values) {
-        Config c = GridParams{dtype, b, i, 1}.ToConfig();  // ctas a launch argument: 1 fits any GPU
-        if (Validate(c, arch).ok()) out.push_back(std::move(c));
-      }
+    // The deterministic-mode kernels too (`ties` 1, the default's for
+    // deterministic problems).
+    for (int ties : {0, 1})
+      for (int b : Specs()[0].values)
+        for (int i : Specs()[1].values) {
+          GridParams g{dtype, b, i, 1};  // ctas a launch argument: 1 fits any GPU
+          g.ties = ties;
+          Config c = g.ToConfig();
+          if (Validate(c, arch).ok()) out.push_back(std::move(c));
+        }
     return out;
   }
 
@@ -155,20 +170,12 @@ class Grid final : public Family {
   //   1 x 32768 (16)          8.60 /  8.99 against 10.20 / 12.20
   //   8 x 32768 (16)          8.95 /  9.31 against 12.10 / 12.34
   //   1 x 49152 (16)          9.63 /  9.99 against 10.72 / 12.80
-  // Deterministic problems that the resident family's default serves (rows
-  // up to 524288) are left to it: it takes the lowest-index ties itself,
-  // where this one needs the tie pass (one CTA a row over the whole row).
-  // Longer ones stay here (the next default, radix, needs the pass too).
-  // H100, k 2048, ranges, normal / shifted, us,
-  // the grid default and tie pass against the resident default:
-  //   1 x 524288  48.96 / 24.32 against 26.27 / 29.45
-  //   1 x 131072  19.98 / 22.30 against 14.21 / 16.56
-  //   4 x 65536   21.86 / 22.12 against 13.05 / 15.25
+  // Deterministic problems too, with `ties` 1: the kernel takes the
+  // lowest-index ties itself (H100, k 2048, ranges, us, without / with the
+  // flag: 1 x 524288 9.37 / 10.14, where the resident default took 26.27 and
+  // this one with the tie pass 48.96; 1 x 131072 7.83 / 7.95; 4 x 65536
+  // 8.00 / 8.05; docs/PERFORMANCE.md, "Deterministic mode").
   std::optional<Config> Default(const Problem& p, const Arch& arch) const override {
-    if (p.deterministic) {
-      const Family* resident = FindFamily("resident");
-      if (resident && resident->Default(p, arch)) return std::nullopt;
-    }
     if (p.dtype != DType::kF32 || p.n < kDefaultShortestRow || p.n > kDefaultLongestRow || p.k < kDefaultLeastK ||
         p.k > kDefaultMostK)
       return std::nullopt;
@@ -178,22 +185,42 @@ class Grid final : public Family {
     if (ctas < kDefaultLeastCtas) return std::nullopt;
     const int items = FitItems(p.dtype, 512, ctas, p.n);
     if (items == 0) return std::nullopt;
-    const Config c = GridParams{p.dtype, 512, items, ctas, 256, 4096}.ToConfig();
+    const Config c = GridParams{p.dtype, 512, items, ctas, 256, 4096, p.deterministic ? 1 : 0}.ToConfig();
     if (!Validate(c, arch).ok() || !ValidateFor(c, arch, p).ok()) return std::nullopt;
     return c;
   }
+
+  // A winner carried to a deterministic problem takes its ties in the kernel.
+  std::optional<Config> Adapt(const Config& tuned, const Problem& tuned_p, const Problem& p,
+                              const Arch& arch) const override {
+    std::optional<Config> c = Family::Adapt(tuned, tuned_p, p, arch);
+    if (c) {
+      GridParams g = GridParams::Of(*c);
+      g.ties = p.deterministic ? 1 : g.ties;
+      c = g.ToConfig();
+    }
+    return c;
+  }
+
+  // With `ties` 1, deterministic mode in the kernel: canonical keys, and
+  // ties taken by position (the slices follow the CTAs, so a CTA's ties
+  // follow those of the CTAs before it; the gathered bin's by their
+  // columns): no tie pass.
+  bool TakesLowestIndexTies(const Config& c) const override { return GridParams::Of(c).ties == 1; }
 
   std::string KernelKey(const Config& cfg) const override {
     const GridParams c = GridParams::Of(cfg);
     std::ostringstream s;
     s << "grid_" << DTypeName(c.dtype) << "_b" << c.block_threads << "_i" << c.items;
+    if (c.ties) s << "_t1";
     return s.str();
   }
 
   std::vector<KernelSource> Sources(const Config& cfg) const override {
     const GridParams c = GridParams::Of(cfg);
     std::ostringstream pol;
-    pol << "topk::grid::Policy<" << static_cast<int>(c.dtype) << ", " << c.block_threads << ", " << c.items << ">";
+    pol << "topk::grid::Policy<" << static_cast<int>(c.dtype) << ", " << c.block_threads << ", " << c.items << ", "
+        << (c.ties ? "true" : "false") << ">";
     KernelSource s;
     s.key = KernelKey(cfg);
     s.file_name = s.key + ".cu";
@@ -241,8 +268,8 @@ size_t GridParams::workspace_bytes(int64_t batch) const {
 }
 
 GridParams GridParams::Of(const Config& c) {
-  return GridParams{c.dtype,        c.Get("block_threads"), c.Get("items"), c.Get("ctas"),
-                    c.Get("sample"), c.Get("candidates")};
+  return GridParams{c.dtype,        c.Get("block_threads"), c.Get("items"),     c.Get("ctas"),
+                    c.Get("sample"), c.Get("candidates"),    c.Has("ties") ? c.Get("ties") : 0};
 }
 
 Config GridParams::ToConfig() const {
@@ -250,7 +277,7 @@ Config GridParams::ToConfig() const {
   c.family = "grid";
   c.dtype = dtype;
   c.params = {{"block_threads", block_threads}, {"items", items},           {"ctas", ctas},
-              {"sample", sample},               {"candidates", candidates}};
+              {"sample", sample},               {"candidates", candidates}, {"ties", ties}};
   return c;
 }
 

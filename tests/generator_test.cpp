@@ -1286,7 +1286,7 @@ TEST(ResidentFamilyTest, ConstraintsEnumerationAndPlan) {
   EXPECT_TRUE(Enumerate(Prob(DType::kF32, 64, 65537, 2048), arch, no_cluster).empty());
   // Never the default.
   EXPECT_NE(DefaultConfig(Prob(DType::kF32, 64, 32768, 2048), arch).family, "resident");
-  // Deterministic mode without the tie pass: this family only.
+  // Deterministic mode without the tie pass: this family and the grid's.
   EXPECT_TRUE(fam.TakesLowestIndexTies(cl));
   EXPECT_TRUE(fam.TakesLowestIndexTies(c));
   for (const char* other : {"radix", "warp", "filter"})
@@ -1386,6 +1386,7 @@ TEST(GridFamilyTest, ConstraintsEnumerationDefaultAndPlan) {
   EXPECT_EQ(broken([](GridParams& x) { x.items = 9; }), "constraint items");
   EXPECT_EQ(broken([](GridParams& x) { x.ctas = 0; }), "constraint ctas");
   EXPECT_EQ(broken([](GridParams& x) { x.ctas = 133; }), "constraint ctas");  // more than the SMs
+  EXPECT_EQ(broken([](GridParams& x) { x.ties = 2; }), "constraint ties");
   EXPECT_EQ(broken([](GridParams& x) { x.sample = 1025; }), "constraint sample");
   EXPECT_EQ(broken([](GridParams& x) { x.candidates = 16; }), "constraint candidates");
   EXPECT_EQ(broken([](GridParams& x) { x.candidates = 16385; }), "constraint candidates");
@@ -1414,7 +1415,7 @@ TEST(GridFamilyTest, ConstraintsEnumerationDefaultAndPlan) {
     }
     EXPECT_EQ(Enumerate(p, arch, only), all);  // stable
   }
-  EXPECT_EQ(FindFamily("grid")->EnumerateKernels(DType::kF32, arch).size(), 4u);  // 512 threads, 1-8 vectors
+  EXPECT_EQ(FindFamily("grid")->EnumerateKernels(DType::kF32, arch).size(), 8u);  // 512 threads, 1-8 vectors, ties 0-1
 
   // The default: fp32 rows of 32768 to 1048576 with k 256 to 4096, 512
   // threads a CTA; a CTA per 2048 elements, up to 128 where the SMs allow,
@@ -1455,17 +1456,26 @@ TEST(GridFamilyTest, ConstraintsEnumerationDefaultAndPlan) {
             Config(GridParams{DType::kF32, 512, 1, 16, 256, 4096}));
   EXPECT_NE(DefaultConfig(Prob(DType::kF32, 9, 32768, 2048), arch).family, "grid");  // 8 CTAs a row
   EXPECT_NE(DefaultConfig(Prob(DType::kF32, 1, 32767, 2048), arch).family, "grid");
-  // Deterministic: the resident family, whose kernels take the lowest-index
+  // Deterministic: the same default, whose kernels take the lowest-index
   // ties themselves (no tie pass over the long row).
   Problem det = Prob(DType::kF32, 1, 524288, 2048);
   det.deterministic = true;
-  EXPECT_EQ(DefaultConfig(det, arch).Id(), "resident_f32_b1024_g1024_i16_s16_c16");
+  // The same default with `ties` 1: a kernel of its own, whose id and key
+  // say so.
+  GridParams gd = GridParams::Of(DefaultConfig(Prob(DType::kF32, 1, 524288, 2048), arch));
+  gd.ties = 1;
+  EXPECT_EQ(DefaultConfig(det, arch), Config(gd));
+  EXPECT_EQ(DefaultConfig(det, arch).Id(), "grid_f32_b512_i2_g128_s256_c4096_t1");
+  EXPECT_EQ(DefaultConfig(det, arch).KernelKey(), "grid_f32_b512_i2_t1");
+  EXPECT_FALSE(FindFamily("grid")->TakesLowestIndexTies(DefaultConfig(Prob(DType::kF32, 1, 524288, 2048), arch)));
+  EXPECT_NE(GenerateSource(DefaultConfig(det, arch)).name_expression.find("Policy<0, 512, 2, true>"), std::string::npos);
   det.n = 65536;
   det.batch = 4;
-  EXPECT_EQ(DefaultConfig(det, arch).family, "resident");
-  det.n = 1048576;  // beyond the resident default: the grid's, and the tie pass
+  EXPECT_EQ(DefaultConfig(det, arch).family, "grid");
+  det.n = 1048576;
   det.batch = 1;
   EXPECT_EQ(DefaultConfig(det, arch).family, "grid");
+  EXPECT_TRUE(FindFamily("grid")->TakesLowestIndexTies(DefaultConfig(det, arch)));
   EXPECT_NE(DefaultConfig(Prob(DType::kF32, 1, 1048577, 2048), arch).family, "grid");
   EXPECT_NE(DefaultConfig(Prob(DType::kF32, 1, 524288, 255), arch).family, "grid");
   EXPECT_NE(DefaultConfig(Prob(DType::kF32, 1, 524288, 4097), arch).family, "grid");
@@ -1482,13 +1492,13 @@ TEST(GridFamilyTest, ConstraintsEnumerationDefaultAndPlan) {
   EXPECT_EQ(s.args.rounds, 256);
   EXPECT_EQ(s.args.cache_cap, 128);
   EXPECT_EQ(s.smem_bytes, (2 * 256 + 128 + 2 * 4096) * 4);
-  EXPECT_EQ(plan.workspace_bytes, (8 + 256 * 5 + 2 * 4096) * 4u);
+  EXPECT_EQ(plan.workspace_bytes, (8 + 256 * 5 + 256 + 2 * 4096) * 4u);
   EXPECT_EQ(PlanLaunch(g, Prob(DType::kF32, 3, 1024, 8), arch).workspace_bytes, 3 * plan.workspace_bytes);
   // Every other family's plan needs no workspace.
   const Problem many = Prob(DType::kF32, 64, 32768, 2048);
   EXPECT_EQ(PlanLaunch(DefaultConfig(many, arch), many, arch).workspace_bytes, 0u);
   const KernelSource src = GenerateSource(g);
-  EXPECT_EQ(src.name_expression, "topk::grid_topk_kernel<topk::grid::Policy<0, 256, 4>>");
+  EXPECT_EQ(src.name_expression, "topk::grid_topk_kernel<topk::grid::Policy<0, 256, 4, false>>");
   EXPECT_NE(src.text.find("#include \"topk/grid/grid_select.cuh\""), std::string::npos);
 }
 

@@ -166,11 +166,13 @@ std::vector<CaseSpec> ResidentCases(int64_t m) {
 // as the SMs run at once (up to 3): full and part-full slices, unaligned
 // lengths and ranges, k at 1, mid, equal to and beyond the row, every
 // adversarial input, values, smallest, sorted, deterministic.
+// With `ties` 1 (deterministic mode in the kernel) every case is
+// deterministic: the checker wants the lowest-index ties of each.
 std::vector<CaseSpec> GridCases(const gen::GridParams& g, int sm_count) {
   const int64_t m = std::min<int64_t>(g.capacity(), 524288);
   const int64_t rows = std::max(1, std::min(3, sm_count / g.ctas));
   const int64_t k = std::min<int64_t>(m / 4, 2048);
-  return {
+  std::vector<CaseSpec> cases = {
       {rows, m, k, Dist::kNormal, true, false, true},
       {rows, m - 3, 1, Dist::kAllEqual},
       {rows, m, m / 2, Dist::kShifted, false, false, true},
@@ -189,6 +191,9 @@ std::vector<CaseSpec> GridCases(const gen::GridParams& g, int sm_count) {
       {rows, m - 7, 50, Dist::kFewDistinct, false, true, false, false, true},
       {rows, m, k, Dist::kShifted, true, true, true, false, true},
   };
+  if (g.ties)
+    for (CaseSpec& c : cases) c.deterministic = true;
+  return cases;
 }
 
 // Launch-argument settings tried for every block / cluster kernel.

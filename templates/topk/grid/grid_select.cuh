@@ -45,16 +45,20 @@ constexpr int kRecoveryHists = 4;  // the recovery's digit passes, one histogram
 // CTA 0 ranks a bin of at most this many keys (and a quarter of the room)
 // directly.
 constexpr u32 kDirectRank = 256;
+// The most CTAs a row (the host checks it).
+constexpr int kMaxCtas = 256;
 // Per row: 8 counters, the threshold pass's histogram and the recovery's,
-// then the candidates (TopkArgs::buffer 8-byte words: key, position).
-constexpr int kRowWords = 8 + kBins * (1 + kRecoveryHists);
+// each CTA's count of ties (deterministic mode), then the candidates
+// (TopkArgs::buffer 8-byte words: key, position).
+constexpr int kRowWords = 8 + kBins * (1 + kRecoveryHists) + kMaxCtas;
 enum Counter { kTicket = 0, kAbove, kEq, kArrive, kOutN, kTieN, kBinN };
 // The threshold's margin: standard deviations of the sample's count above
 // the rank-r key (a normal row's top keys fall in a binomial).
 constexpr float kSigmas = 4.5f;
 
-template <int DTYPE, int BLOCK, int VPT>
+template <int DTYPE, int BLOCK, int VPT, bool DET = false>
 struct Policy {
+  static constexpr bool kDet = DET;  // deterministic mode (TOPK_FLAG_DETERMINISTIC): a kernel of its own
   static constexpr int kDType = DTYPE;
   static constexpr int kBlock = BLOCK;
   static constexpr int kVpt = VPT;  // 16-byte vectors of the slice a thread holds
@@ -120,11 +124,13 @@ __device__ __forceinline__ void grid_barrier(u32* arrive, u32 target) {
 // row's counts above the threshold and at it (sh[8], sh[9]) and, when at
 // least k keys lie above it, finds the k-th key's bin in the row's
 // histogram in registers: its bin in sh[1], the rank within it in sh[0],
-// its count in sh[11]. Every lane of warp 0 acquires the arrivals itself,
-// so its loads see the other CTAs' counts; one CTA barrier then passes the
-// result on. (grid_barrier, then a shared histogram and Hist::find, took
-// three barriers more.)
-__device__ __forceinline__ void grid_barrier_find(u32* ctr, const u32* row_hist, u32 target, u32 k, u32* sh);
+// its count in sh[11]. With `det`, sh[15] gets the ties of the CTAs before
+// `part` (tie_cnt[0..part)). Every lane of warp 0 acquires the arrivals
+// itself, so its loads see the other CTAs' counts; one CTA barrier then
+// passes the result on. (grid_barrier, then a shared histogram and
+// Hist::find, took three barriers more.)
+__device__ __forceinline__ void grid_barrier_find(u32* ctr, const u32* row_hist, const u32* tie_cnt, int part,
+                                                  bool det, u32 target, u32 k, u32* sh);
 
 // A slot from counter *c for each lane with `take`: one atomic a warp.
 // Every lane calls it.
@@ -333,16 +339,22 @@ struct Slice {
 };
 
 // The keys of one whole 16-byte vector q of raw elements.
+// Deterministic mode (`det`) keys canonical bits (-0.0 as +0.0, every NaN
+// alike), so that values the contract calls equal are ties.
 template <class P>
-__device__ __forceinline__ void vec_keys(uint4 q, u32 flip, u32* out) {
+__device__ __forceinline__ u32 make_key(u32 raw, u32 flip, bool det) {
   using K = Keys<P::kDType>;
+  return K::key_flip(det ? K::canonical(raw) : raw, flip);
+}
+template <class P>
+__device__ __forceinline__ void vec_keys(uint4 q, u32 flip, bool det, u32* out) {
   const u32 w[4] = {q.x, q.y, q.z, q.w};
   if (P::kVec == 4) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) out[e] = K::key_flip(w[e], flip);
+    for (int e = 0; e < 4; ++e) out[e] = make_key<P>(w[e], flip, det);
   } else {
 #pragma unroll
-    for (int e = 0; e < 8; ++e) out[e] = K::key_flip((w[e >> 1] >> (16 * (e & 1))) & 0xffffu, flip);
+    for (int e = 0; e < 8; ++e) out[e] = make_key<P>((w[e >> 1] >> (16 * (e & 1))) & 0xffffu, flip, det);
   }
 }
 
@@ -357,15 +369,13 @@ __device__ __forceinline__ bool whole_vec(bool aligned, int v, int len) {
 // get key 0 (the caller masks them).
 template <class P>
 __device__ __forceinline__ void load_vec(const typename Keys<P::kDType>::Raw* base, bool aligned, int v, int len,
-                                         u32 flip, u32* out) {
-  using K = Keys<P::kDType>;
+                                         u32 flip, bool det, u32* out) {
   const int p0 = v * P::kVec;
   if (whole_vec<P>(aligned, v, len)) {
-    vec_keys<P>(__ldg(reinterpret_cast<const uint4*>(base + p0)), flip, out);
+    vec_keys<P>(__ldg(reinterpret_cast<const uint4*>(base + p0)), flip, det, out);
   } else {
 #pragma unroll
-    for (int e = 0; e < P::kVec; ++e)
-      out[e] = p0 + e < len ? K::key_flip(static_cast<u32>(base[p0 + e]), flip) : 0u;
+    for (int e = 0; e < P::kVec; ++e) out[e] = p0 + e < len ? make_key<P>(static_cast<u32>(base[p0 + e]), flip, det) : 0u;
   }
 }
 
@@ -389,7 +399,8 @@ __device__ __forceinline__ void write_above_and_ties(const Slice<P>& s, u32 kth,
   });
 }
 
-__device__ __forceinline__ void grid_barrier_find(u32* ctr, const u32* row_hist, u32 target, u32 k, u32* sh) {
+__device__ __forceinline__ void grid_barrier_find(u32* ctr, const u32* row_hist, const u32* tie_cnt, int part,
+                                                  bool det, u32 target, u32 k, u32* sh) {
   __syncthreads();
   if (threadIdx.x < 32) {
     const u32 lane = threadIdx.x;
@@ -403,6 +414,12 @@ __device__ __forceinline__ void grid_barrier_find(u32* ctr, const u32* row_hist,
 #pragma unroll
     for (int e = 0; e < 8; ++e) c[e] = load_cg(&row_hist[kBins - 1 - 8 * static_cast<int>(lane) - e]);
     if (lane == 0) sh[8] = A, sh[9] = E;
+    if (det) {
+      u32 before = 0;
+      for (int p = static_cast<int>(lane); p < part; p += 32) before += load_cg(&tie_cnt[p]);
+      before = __reduce_add_sync(kFullMask, before);
+      if (lane == 0) sh[15] = before;
+    }
     if (A >= k) {  // the same in every lane
       u32 sum = 0;
 #pragma unroll
@@ -427,8 +444,61 @@ __device__ __forceinline__ void grid_barrier_find(u32* ctr, const u32* row_hist,
   __syncthreads();
 }
 
-// The whole kernel (grid_topk_kernel below is its entry point).
-template <class P>
+// Deterministic mode: every thread of the CTA writes the slice's keys above
+// `kth` to output slots [0, above) (one atomic a CTA on *out_n) and its
+// ties with `kth` by position: the slice's positions run in the order
+// (vector j, thread, element) and the CTAs' slices follow each other, so
+// the tie of rank r in this CTA is the row's tie base + r (base: the ties
+// of the CTAs before) and takes slot above + base + r while that is below
+// above + need. sh + 64: 64 words of scratch, alternating halves a vector
+// (two barriers each).
+template <class P, class Emit>
+__device__ void write_above_and_lowest_ties(const Slice<P>& s, u32 kth, u32 above, u32 need, u32 base, u32* out_n,
+                                            u32* sh, const Emit& emit) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  constexpr int kWarps = P::kBlock / 32;
+  u32 m1 = 0;
+  s.for_each([&](u32 x, int) { m1 += x > kth; });
+  __syncthreads();
+  uint2 slot = cta_slots(out_n, m1, out_n, 0u, sh + 64, sh + 48);
+  s.for_each([&](u32 x, int p) {
+    if (x > kth) emit(p, slot.x++);
+  });
+  __syncthreads();  // cta_slots' scratch read
+  u32 before = base;  // the row's ties before this CTA's vector j
+#pragma unroll
+  for (int j = 0; j < P::kVpt; ++j) {
+    u32 c = 0;
+#pragma unroll
+    for (int e = 0; e < P::kVec; ++e) c += s.valid(j, e) && s.key[j * P::kVec + e] == kth;
+    const u32 incl = warp_inclusive_prefix(c);
+    u32* w = sh + 64 + 32 * (j & 1);
+    if (lane == 31) w[warp] = incl;
+    __syncthreads();
+    if (warp == 0) {
+      const u32 t = lane < kWarps ? w[lane] : 0u;
+      const u32 sc = warp_inclusive_prefix(t);
+      __syncwarp();
+      if (lane < kWarps) w[lane] = sc;
+    }
+    __syncthreads();
+    u32 r = before + (warp > 0 ? w[warp - 1] : 0u) + incl - c;
+    before += w[kWarps - 1];
+#pragma unroll
+    for (int e = 0; e < P::kVec; ++e)
+      if (s.valid(j, e) && s.key[j * P::kVec + e] == kth) {
+        if (r < need) emit(s.pos(j, e), above + r);
+        ++r;
+      }
+  }
+}
+
+// The whole kernel (grid_topk_kernel below is its entry point); DET:
+// deterministic mode (Policy::kDet, the host's `ties` knob, which the host
+// sets with TOPK_FLAG_DETERMINISTIC), a kernel of its own: in one kernel
+// with the other path its registers slowed that path (8 x 131072 k2048,
+// H100: 11.80 against 11.24 us).
+template <class P, bool DET>
 __device__ __forceinline__ void grid_select(const TopkArgs& a) {
   using K = Keys<P::kDType>;
   using Raw = typename K::Raw;
@@ -454,15 +524,17 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
     return;
   }
   const u32 flip = (a.flags & TOPK_FLAG_SMALLEST) ? (P::kBits == 32 ? ~0u : 0xffffu) : 0u;
+  constexpr bool det = DET;
   const bool aligned = (reinterpret_cast<unsigned long long>(base) & 15u) == 0;
   u32* ws = static_cast<u32*>(a.workspace) + static_cast<long long>(row) * (kRowWords + 2 * a.buffer);
   u32* ctr = ws;
   u32* row_hist = ws + 8;
+  u32* tie_cnt = row_hist + kBins * (1 + kRecoveryHists);  // kMaxCtas words
   // 8-byte aligned: the workspace is 16-byte aligned and every row's words
   // and kRowWords are even.
   unsigned long long* cand = reinterpret_cast<unsigned long long*>(ws + kRowWords);
   const int lane = threadIdx.x & 31;
-  if (threadIdx.x == 0) sh[12] = 0, sh[13] = 0, sh[14] = 0;
+  if (threadIdx.x == 0) sh[3] = 0, sh[12] = 0, sh[13] = 0, sh[14] = 0;
   hist2.clear();  // before the first barrier
 
   // 1. The sample's lower bound t of its rank-r key, the same in every CTA.
@@ -476,7 +548,7 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
     for (int j = 0; j < P::kSampleVecs; ++j) {
       const int i = threadIdx.x + j * P::kBlock;
       if (i < S) {
-        load_vec<P>(base, aligned, i * spacing, len, flip, &skey[j * P::kVec]);
+        load_vec<P>(base, aligned, i * spacing, len, flip, det, &skey[j * P::kVec]);
         scount = (j + 1) * P::kVec;
       }
     }
@@ -523,9 +595,9 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
   for (int j = 0; j < P::kVpt; ++j) {
     const int v = s.v_begin + j * P::kBlock + threadIdx.x;
     if (v < s.v_end && whole_vec<P>(aligned, v, len)) {
-      vec_keys<P>(q[j], flip, &s.key[j * P::kVec]);
+      vec_keys<P>(q[j], flip, det, &s.key[j * P::kVec]);
     } else if (v < s.v_end) {
-      load_vec<P>(base, aligned, v, len, flip, &s.key[j * P::kVec]);
+      load_vec<P>(base, aligned, v, len, flip, det, &s.key[j * P::kVec]);
     } else {
 #pragma unroll
       for (int e = 0; e < P::kVec; ++e) s.key[j * P::kVec + e] = 0;
@@ -566,20 +638,27 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
   if (threadIdx.x == 0) {
     if (sh[13]) atomicAdd(&ctr[kAbove], sh[13]);
     if (sh[14]) atomicAdd(&ctr[kEq], sh[14]);
+    if (det) tie_cnt[part] = sh[14];  // before the grid barrier's release
   }
 
   // 3. The grid barrier, then the row's counts and the k-th key's bin.
-  grid_barrier_find(ctr, row_hist, static_cast<u32>(G), k, sh);
+  grid_barrier_find(ctr, row_hist, tie_cnt, part, det, static_cast<u32>(G), k, sh);
   const u32 A = sh[8], E = sh[9];
+  u32 tie_base = sh[15];
   bool miss = A + E < k;
   u32 b = 0, rb = 0, cb = 0;
   auto emit = [&](int p, u32 slot) {
     out[slot] = range.start + p;
     if (outv) outv[slot] = base[p];
   };
+  // The k-th key `wkth` when it is found below (the keys above it out, then
+  // `wneed` of its ties after `wabove`; deterministic: the lowest-index ones,
+  // tie_base those of the CTAs before), written in one place.
+  bool ties_out = false;
+  u32 wkth = 0, wabove = 0, wneed = 0;
   if (!miss && A < k) {
     // Every key above t, then ties with t up to k.
-    write_above_and_ties(s, t, A, k - A, &ctr[kOutN], &ctr[kTieN], sh, emit);
+    ties_out = true, wkth = t, wabove = A, wneed = k - A;
   } else if (!miss) {
     // The k-th key's bin b: keys above it straight out, those in it gathered.
     b = sh[1], rb = sh[0], cb = sh[11];
@@ -628,8 +707,33 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
       prefix |= sh[1] << sh_d;
       rank = sh[0];
     }
-    // prefix is the k-th key; `rank` of its ties are taken.
-    write_above_and_ties(s, prefix, k - rank, rank, &ctr[kOutN], &ctr[kTieN], sh, emit);
+    // prefix is the k-th key; `rank` of its ties are taken (deterministic:
+    // the lowest-index ones, after one more grid barrier that publishes
+    // every CTA's count of them).
+    ties_out = true, wkth = prefix, wabove = k - rank, wneed = rank;
+    if (det) {
+      u32 q = 0;
+      s.for_each([&](u32 x, int) { q += x == prefix; });
+      q = __reduce_add_sync(kFullMask, q);
+      if (lane == 0 && q != 0) atomicAdd(&sh[3], q);
+      __syncthreads();
+      if (threadIdx.x == 0) tie_cnt[part] = sh[3];
+      grid_barrier(&ctr[kArrive], static_cast<u32>(G) * (2 + kPasses));
+      if (threadIdx.x < 32) {
+        u32 before = 0;
+        for (int p = lane; p < part; p += 32) before += load_cg(&tie_cnt[p]);
+        before = __reduce_add_sync(kFullMask, before);
+        if (lane == 0) sh[15] = before;
+      }
+      __syncthreads();
+      tie_base = sh[15];
+    }
+  }
+  if (ties_out) {
+    if (det)
+      write_above_and_lowest_ties(s, wkth, wabove, wneed, tie_base, &ctr[kOutN], sh, emit);
+    else
+      write_above_and_ties(s, wkth, wabove, wneed, &ctr[kOutN], &ctr[kTieN], sh, emit);
   }
 
   // 5. CTA 0 ranks the gathered bin as its keys arrive (each candidate
@@ -653,14 +757,23 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
       // Few keys (a normal row's bin holds a few dozen): each one's place
       // among them, counted directly (ties in gather order), is its output
       // slot when below rb.
+      // Deterministic: ties by position instead.
       for (u32 i = threadIdx.x; i < cb; i += P::kBlock) {
         const u32 x = fin_key[i];
+        const int pi = fin_idx[i];
         u32 before = 0;
-        for (u32 j = 0; j < cb; ++j) {
-          const u32 y = fin_key[j];
-          before += (y > x) | ((y == x) & (j < i));
+        if (det) {
+          for (u32 j = 0; j < cb; ++j) {
+            const u32 y = fin_key[j];
+            before += (y > x) | ((y == x) & (fin_idx[j] < pi));
+          }
+        } else {
+          for (u32 j = 0; j < cb; ++j) {
+            const u32 y = fin_key[j];
+            before += (y > x) | ((y == x) & (j < i));
+          }
         }
-        if (before < rb) emit(fin_idx[i], first + before);
+        if (before < rb) emit(pi, first + before);
       }
     } else {
       // The rb-th largest of the bin's keys: digits of their offset from the
@@ -682,21 +795,34 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
                                   bits, rb, hist, sh, 0);
       const u32 ties_needed = sh[0];
       __syncthreads();
+      // Deterministic: the ties up to the ties_needed-th lowest position,
+      // the largest complement of the ties' positions.
+      u32 last = ~0u;
+      if (det) {
+        last = ~select_digits(
+            [&](auto f) {
+              for (u32 i = threadIdx.x; i < cb; i += P::kBlock)
+                if (fin_key[i] == kth) f(~static_cast<u32>(fin_idx[i]));
+            },
+            32, ties_needed, hist, sh, 0);
+        __syncthreads();
+      }
       if (threadIdx.x == 0) sh[5] = 0, sh[6] = 0;
       __syncthreads();
       for (u32 i0 = 0; i0 < cb; i0 += P::kBlock) {
         const u32 i = i0 + threadIdx.x;
         const u32 x = i < cb ? fin_key[i] : 0u;
+        const bool tie = i < cb && x == kth && static_cast<u32>(fin_idx[i]) <= last;
         const u32 pa = warp_slot(&sh[5], i < cb && x > kth);
-        const u32 pe = warp_slot(&sh[6], i < cb && x == kth);
+        const u32 pe = warp_slot(&sh[6], tie);
         if (i < cb && x > kth) emit(fin_idx[i], first + pa);
-        if (i < cb && x == kth && pe < ties_needed) emit(fin_idx[i], first + (rb - ties_needed) + pe);
+        if (tie && pe < ties_needed) emit(fin_idx[i], first + (rb - ties_needed) + pe);
       }
     }
   }
   __syncthreads();
   if (!sh[4]) return;
-  for (int i = threadIdx.x; i < kBins * (1 + kRecoveryHists); i += P::kBlock) row_hist[i] = 0;
+  for (int i = threadIdx.x; i < kBins * (1 + kRecoveryHists) + (det ? kMaxCtas : 0); i += P::kBlock) row_hist[i] = 0;
   if (threadIdx.x < 8) ctr[threadIdx.x] = 0;
 }
 
@@ -705,7 +831,7 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
 template <class P>
 __global__ void __launch_bounds__(P::kBlock, 1) grid_topk_kernel(TopkArgs a) {
   await_prior_grids();
-  grid::grid_select<P>(a);
+  grid::grid_select<P, P::kDet>(a);
 }
 
 }  // namespace topk
