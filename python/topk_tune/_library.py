@@ -463,9 +463,10 @@ class Library:
 
         deterministic (a bool): among elements equal to the k-th value the
         lowest indices are taken, so one input gives one index set on every
-        call, stream and GPU (with sorted=True, one output). The selection
-        kernel (variant) is the same: the resident family's takes the ties
-        itself, a tie pass runs after the others'."""
+        call, stream and GPU (with sorted=True, one output). The resident
+        family's kernels take the ties themselves, and the grid family's
+        default does in a kernel of its own (variant id ending in _t1); a
+        tie pass runs after the others'."""
         deterministic = as_flag(deterministic, "deterministic")
         dt = dtype_name(dtype)
         batch = as_int(batch, "batch", minimum=0, maximum=INT32_MAX)
