@@ -190,13 +190,14 @@ class Grid final : public Family {
     return c;
   }
 
-  // A winner carried to a deterministic problem takes its ties in the kernel.
+  // A winner carried to another problem takes the ties in the kernel when
+  // that problem is deterministic (`ties` is not tuned).
   std::optional<Config> Adapt(const Config& tuned, const Problem& tuned_p, const Problem& p,
                               const Arch& arch) const override {
     std::optional<Config> c = Family::Adapt(tuned, tuned_p, p, arch);
     if (c) {
       GridParams g = GridParams::Of(*c);
-      g.ties = p.deterministic ? 1 : g.ties;
+      g.ties = p.deterministic ? 1 : 0;
       c = g.ToConfig();
     }
     return c;

@@ -644,7 +644,7 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
   // 3. The grid barrier, then the row's counts and the k-th key's bin.
   grid_barrier_find(ctr, row_hist, tie_cnt, part, det, static_cast<u32>(G), k, sh);
   const u32 A = sh[8], E = sh[9];
-  u32 tie_base = sh[15];
+  u32 tie_base = det ? sh[15] : 0u;  // written by grid_barrier_find in deterministic mode only
   bool miss = A + E < k;
   u32 b = 0, rb = 0, cb = 0;
   auto emit = [&](int p, u32 slot) {
@@ -712,10 +712,10 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
     // every CTA's count of them).
     ties_out = true, wkth = prefix, wabove = k - rank, wneed = rank;
     if (det) {
-      u32 q = 0;
-      s.for_each([&](u32 x, int) { q += x == prefix; });
-      q = __reduce_add_sync(kFullMask, q);
-      if (lane == 0 && q != 0) atomicAdd(&sh[3], q);
+      u32 nq = 0;
+      s.for_each([&](u32 x, int) { nq += x == prefix; });
+      nq = __reduce_add_sync(kFullMask, nq);
+      if (lane == 0 && nq != 0) atomicAdd(&sh[3], nq);
       __syncthreads();
       if (threadIdx.x == 0) tie_cnt[part] = sh[3];
       grid_barrier(&ctr[kArrive], static_cast<u32>(G) * (2 + kPasses));

@@ -100,15 +100,47 @@ __device__ __forceinline__ void group_sync(int id) {
 #define TOPK_RESIDENT_STOP(n) (void)0
 #endif
 
+// The first warp's scan of 256 bins for the one that holds rank `need`
+// (1 = largest): lane l holds the counts of bins 255 - 8 l down to
+// 248 - 8 l in c. The lane whose bins hold the rank returns true with the
+// bin, its count and the rank within it; every lane calls it.
+__device__ __forceinline__ bool rank_bin(const u32 (&c)[8], u32 lane, u32 need, u32* bin, u32* cnt, u32* left) {
+  u32 sum = 0;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) sum += c[e];
+  const u32 incl = warp_inclusive_prefix(sum);
+  u32 cum = incl - sum;
+  if (!(cum < need && need <= incl)) return false;
+  bool found = false;
+  *bin = 0, *cnt = 0, *left = 0;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    if (!found && cum + c[e] >= need) {
+      found = true;
+      *bin = 255u - 8u * lane - static_cast<u32>(e);
+      *cnt = c[e];
+      *left = need - cum;
+    }
+    if (!found) cum += c[e];
+  }
+  return true;
+}
+
+// A bin of the one-value check (find_rank, window_rank): at least this many
+// keys, with empty bins beside it.
+constexpr u32 kHeavyBin = 32;
+
 // The key of rank `*need` (1 = largest) among the group's keys keyof(j) of
 // the items j for which take(j) holds (in a cluster: among the cluster's),
 // BITS wide, found 8 bits a pass from the top. On return *prefix holds its
 // digits down to bit *lo (lower bits zero) and *need how many keys equal to
 // it at that depth rank at or above the rank; the result is how many keys
 // are equal to it at that depth. *q counts the passes run so far: the
-// histogram buffers rotate over them, and the caller clears buffer *q % 3
-// before the first call (each pass clears the next). Every thread of the
-// group calls it.
+// histogram buffers rotate over them (pass p on buffer (*q + p) % 3), and
+// the caller clears buffer (*q + FIRST) % 3 before the first call (each
+// pass clears the next). FIRST > 0 starts at that pass, the digits above it
+// already in *prefix_io (window_rank's 16 bits: FIRST 2). Every thread of
+// the group calls it.
 //
 // Two barriers a pass: the histogram is complete (over the cluster: a
 // cluster barrier, whose release / acquire orders the remote reads), then
@@ -148,7 +180,6 @@ __device__ __forceinline__ u32 find_rank(KeyOf keyof, Take take, Group* g, u32* 
   constexpr int kPerThread = kParts > 0 ? 16 / kParts : 0;  // CTAs a thread sums (clusters of at most 16)
   const u32 lane = lane_id(), csize = CL::size();
   const bool split = kParts > 0 && csize > 2;
-  constexpr u32 kHeavyBin = 32;
   u32 prefix = *prefix_io, need = *need_io, in_bin = 0;
   int lo = BITS;
 #pragma unroll
@@ -199,24 +230,8 @@ __device__ __forceinline__ u32 find_rank(KeyOf keyof, Take take, Group* g, u32* 
           c[4] += q0.w, c[5] += q0.z, c[6] += q0.y, c[7] += q0.x;
         }
       }
-      u32 sum = 0;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) sum += c[e];
-      const u32 incl = warp_inclusive_prefix(sum);
-      u32 cum = incl - sum;
-      if (cum < need && need <= incl) {  // exactly one lane: need <= the total
-        bool found = false;
-        u32 bin = 0, cnt = 0, left = 0;
-#pragma unroll
-        for (int e = 0; e < 8; ++e) {
-          if (!found && cum + c[e] >= need) {
-            found = true;
-            bin = 255u - 8u * lane - static_cast<u32>(e);
-            cnt = c[e];
-            left = need - cum;
-          }
-          if (!found) cum += c[e];
-        }
+      u32 bin, cnt, left;
+      if (rank_bin(c, lane, need, &bin, &cnt, &left)) {  // exactly one lane: need <= the total
         g->prefix = prefix | (bin << lo);
         g->need = left;
         g->in_bin = cnt;
@@ -306,7 +321,6 @@ template <class P, class KeyOf, class Take>
 __device__ __forceinline__ bool window_rank(KeyOf keyof, Take take, Group* g, int gid, int t, int* q, u32* prefix_io,
                                             u32* need_io, int* lo_out, u32* in_bin) {
   constexpr int G = P::kGroup, I = P::kKeys;
-  constexpr u32 kHeavyBin = 32;
   const u32 lane = lane_id();
   u32 m = 0;
 #pragma unroll
@@ -331,24 +345,8 @@ __device__ __forceinline__ bool window_rank(KeyOf keyof, Take take, Group* g, in
     const uint4* v = reinterpret_cast<const uint4*>(h + 248 - 8 * lane);
     const uint4 q1 = v[1], q0 = v[0];
     const u32 c[8] = {q1.w, q1.z, q1.y, q1.x, q0.w, q0.z, q0.y, q0.x};
-    u32 sum = 0;
-#pragma unroll
-    for (int e = 0; e < 8; ++e) sum += c[e];
-    const u32 incl = warp_inclusive_prefix(sum);
-    u32 cum = incl - sum;
-    if (cum < need && need <= incl) {  // at most one lane
-      bool found = false;
-      u32 bin = 0, cnt = 0, left = 0;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        if (!found && cum + c[e] >= need) {
-          found = true;
-          bin = 255u - 8u * lane - static_cast<u32>(e);
-          cnt = c[e];
-          left = need - cum;
-        }
-        if (!found) cum += c[e];
-      }
+    u32 bin, cnt, left;
+    if (rank_bin(c, lane, need, &bin, &cnt, &left)) {  // at most one lane
       g->prefix = (top - (255u - bin)) << 16;
       g->need = left;
       g->in_bin = cnt;
