@@ -80,19 +80,11 @@ for stage in "${stages[@]}"; do
       grep -E "^\S|  \S+ +[0-9.]+ us|WRONG|rror" "$OUT/defaults.log" | grep -vE "^device|^rc=0|best:" | head -60 \
         >>"$SUMMARY" ;;
     ab)
-      if [[ -n ${AB_VARIANT:-} ]]; then
-        TOPK_TEST_VARIANT=$AB_VARIANT TAIL=4 run ab-kernels 300 "$B/bin/gpu_kernels_test" --gtest_filter='*EveryF32*'
-      fi
-      for shape in ${AB_SHAPES:-f32:1x524288:2048:ranges f32:1x131072:2048:ranges}; do
-        for def in "" "$AB_DEFINE"; do
-          echo "--- ${def:-as built}" >>"$OUT/ab.log"
-          timeout 120 "$B/bin/topk-probe" --shape "$shape" --variant default ${def:+--define "$def"} \
-            --cubins "$TOPK_TEST_TMP/cubins" >>"$OUT/ab.log" 2>&1
-          echo "rc=$?" >>"$OUT/ab.log"
-        done
-      done
+      # One experiment of scripts/device/ab-round.sh, its summary appended.
       log "--- ab (us)"
-      grep -E "^---|^\S|  \S+ +[0-9.]+ us|WRONG|rror" "$OUT/ab.log" | grep -vE "^device|^rc=0|best:" >>"$SUMMARY" ;;
+      AB_ROUND="$AB_DEFINE|${AB_VARIANT:-}|${AB_VARIANT:+F32}|${AB_SHAPES:-f32:1x524288:2048:ranges f32:1x131072:2048:ranges}" \
+        OUT="$OUT" LOGDIR="${LOGDIR:-$OUT}" SUMMARY="$OUT/ab-summary.txt" bash scripts/device/ab-round.sh >/dev/null 2>&1
+      cat "$OUT/ab-summary.txt" >>"$SUMMARY" ;;
     det-cost)
       for shape in ${DET_SHAPES:-f32:1x524288:2048:ranges f32:1x131072:2048:ranges f32:64x32768:2048:ranges \
                      f32:4096x256:8:rotate}; do

@@ -67,6 +67,32 @@ __device__ __forceinline__ u32 warp_inclusive_prefix(u32 v) {
   return v;
 }
 
+// A warp's scan of 256 bins for the one that holds rank `need` (1 =
+// largest): lane l holds the counts of bins 255 - 8 l down to 248 - 8 l
+// in c (the resident and grid families' bin searches). The lane whose bins hold the rank returns true with the
+// bin, its count and the rank within it; every lane calls it.
+__device__ __forceinline__ bool rank_bin(const u32 (&c)[8], u32 lane, u32 need, u32* bin, u32* cnt, u32* left) {
+  u32 sum = 0;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) sum += c[e];
+  const u32 incl = warp_inclusive_prefix(sum);
+  u32 cum = incl - sum;
+  if (!(cum < need && need <= incl)) return false;
+  bool found = false;
+  *bin = 0, *cnt = 0, *left = 0;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    if (!found && cum + c[e] >= need) {
+      found = true;
+      *bin = 255u - 8u * lane - static_cast<u32>(e);
+      *cnt = c[e];
+      *left = need - cum;
+    }
+    if (!found) cum += c[e];
+  }
+  return true;
+}
+
 template <int A, int B>
 struct Max {
   static constexpr int value = A > B ? A : B;

@@ -132,6 +132,14 @@ __device__ __forceinline__ void grid_barrier(u32* arrive, u32 target) {
 __device__ __forceinline__ void grid_barrier_find(u32* ctr, const u32* row_hist, const u32* tie_cnt, int part,
                                                   bool det, u32 target, u32 k, u32* sh);
 
+// Deterministic mode, one warp after a grid barrier: the ties of the row's
+// CTAs before `part` (tie_cnt[0..part)), in every lane.
+__device__ __forceinline__ u32 ties_before(const u32* tie_cnt, int part) {
+  u32 before = 0;
+  for (int p = static_cast<int>(threadIdx.x & 31); p < part; p += 32) before += load_cg(&tie_cnt[p]);
+  return __reduce_add_sync(kFullMask, before);
+}
+
 // A slot from counter *c for each lane with `take`: one atomic a warp.
 // Every lane calls it.
 __device__ __forceinline__ u32 warp_slot(u32* c, bool take) {
@@ -415,31 +423,12 @@ __device__ __forceinline__ void grid_barrier_find(u32* ctr, const u32* row_hist,
     for (int e = 0; e < 8; ++e) c[e] = load_cg(&row_hist[kBins - 1 - 8 * static_cast<int>(lane) - e]);
     if (lane == 0) sh[8] = A, sh[9] = E;
     if (det) {
-      u32 before = 0;
-      for (int p = static_cast<int>(lane); p < part; p += 32) before += load_cg(&tie_cnt[p]);
-      before = __reduce_add_sync(kFullMask, before);
+      const u32 before = ties_before(tie_cnt, part);
       if (lane == 0) sh[15] = before;
     }
-    if (A >= k) {  // the same in every lane
-      u32 sum = 0;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) sum += c[e];
-      const u32 incl = warp_inclusive_prefix(sum);
-      u32 cum = incl - sum;
-      if (cum < k && k <= incl) {  // one lane
-        bool found = false;
-#pragma unroll
-        for (int e = 0; e < 8; ++e) {
-          if (!found && cum + c[e] >= k) {
-            found = true;
-            sh[1] = kBins - 1 - 8 * lane - static_cast<u32>(e);
-            sh[11] = c[e];
-            sh[0] = k - cum;
-          }
-          if (!found) cum += c[e];
-        }
-      }
-    }
+    u32 bin, cnt, left;
+    // A is the same in every lane, so the whole warp scans; one lane finds the bin.
+    if (A >= k && rank_bin(c, lane, k, &bin, &cnt, &left)) sh[1] = bin, sh[11] = cnt, sh[0] = left;
   }
   __syncthreads();
 }
@@ -720,9 +709,7 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
       if (threadIdx.x == 0) tie_cnt[part] = sh[3];
       grid_barrier(&ctr[kArrive], static_cast<u32>(G) * (2 + kPasses));
       if (threadIdx.x < 32) {
-        u32 before = 0;
-        for (int p = lane; p < part; p += 32) before += load_cg(&tie_cnt[p]);
-        before = __reduce_add_sync(kFullMask, before);
+        const u32 before = ties_before(tie_cnt, part);
         if (lane == 0) sh[15] = before;
       }
       __syncthreads();
@@ -762,16 +749,9 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
         const u32 x = fin_key[i];
         const int pi = fin_idx[i];
         u32 before = 0;
-        if (det) {
-          for (u32 j = 0; j < cb; ++j) {
-            const u32 y = fin_key[j];
-            before += (y > x) | ((y == x) & (fin_idx[j] < pi));
-          }
-        } else {
-          for (u32 j = 0; j < cb; ++j) {
-            const u32 y = fin_key[j];
-            before += (y > x) | ((y == x) & (j < i));
-          }
+        for (u32 j = 0; j < cb; ++j) {
+          const u32 y = fin_key[j];
+          before += (y > x) | ((y == x) & (det ? fin_idx[j] < pi : j < i));
         }
         if (before < rb) emit(pi, first + before);
       }
