@@ -50,6 +50,11 @@ SHAPES = [
 DT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
 
+# Set from the command line: "marginal", the long graph's multiple in
+# time_graph (1: one replay / calls).
+TIMING = {"marginal": 1}
+
+
 def copies_for(nbytes, l2_mode):
     if l2_mode == "hot":
         return 1
@@ -93,10 +98,25 @@ def spread(times):
 
 
 def time_graph(fn_list, reps, warmup=3):
-    """fn_list: callables launched in order inside one graph."""
+    """fn_list: callables launched in order inside one graph. Per call: one
+    replay's time / len(fn_list), which carries 1/len of the replay's own
+    launch cost; with TIMING["marginal"] = M > 1, a second graph of M x
+    fn_list is replayed in turn and each sample is (long - short) /
+    ((M - 1) len), the cost one more call adds inside a graph, the replay's
+    own cost cancelled (as time_flushed cancels it)."""
+    m = TIMING["marginal"]
     g = capture(fn_list, warmup)
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    return spread([replay_us(g, start, stop) / len(fn_list) for _ in range(reps)])
+    if m <= 1:
+        return spread([replay_us(g, start, stop) / len(fn_list) for _ in range(reps)])
+    g_long = capture(fn_list * m, warmup)
+    samples = []
+    for _ in range(reps):
+        t_short = replay_us(g, start, stop)
+        t_long = replay_us(g_long, start, stop)
+        samples.append((t_long - t_short) / ((m - 1) * len(fn_list)))
+    del g, g_long
+    return spread(samples)
 
 
 def time_flushed(fn, flush, reps, pairs, warmup=3):
@@ -171,7 +191,22 @@ def main():
                     help="also time each plan with plain launches (programmatic_launch=False)")
     ap.add_argument("--baselines-out", default="",
                     help="write the torch.topk times as JSON Lines for `topk-tune import` (report baselines)")
+    ap.add_argument("--marginal", type=int, default=1, metavar="M",
+                    help="time hot and rotated rows as the cost one more call adds inside a graph: graphs of "
+                         "--launches and M x --launches calls replayed in turn, (long - short) / ((M - 1) x "
+                         "launches) a sample, so the replay's own launch cost cancels (as in the flushed rows); "
+                         "default 1: one replay / launches")
+    ap.add_argument("--only", default="",
+                    help="comma-separated BxN shapes to run (e.g. 1x131072,64x4096); default every shape")
     args = ap.parse_args()
+    if args.marginal < 1:
+        ap.error("--marginal must be at least 1")
+    TIMING["marginal"] = args.marginal
+    only = {x.strip() for x in args.only.split(",") if x.strip()}
+    unknown = only - {f"{b}x{n}" for _, _, b, n, *_ in SHAPES}
+    if unknown:
+        ap.error(f"--only: no such shape {', '.join(sorted(unknown))} (shapes: "
+                 f"{', '.join(f'{b}x{n}' for _, _, b, n, *_ in SHAPES)})")
 
     lib = lib_plain = None
     if not args.torch_only:
@@ -184,6 +219,11 @@ def main():
 
     dev = torch.cuda.get_device_name(0)
     print(f"device: {dev}; torch {torch.__version__}")
+    if args.marginal > 1:
+        print(f"timing: hot and rotated rows per call as (graph of {args.marginal} x {args.launches} calls - graph "
+              f"of {args.launches}) / ({args.marginal - 1} x {args.launches}), the replay's own cost cancelled")
+    else:
+        print(f"timing: hot and rotated rows per call as one graph replay of {args.launches} calls / {args.launches}")
     copy_bw, copy_s = copy_bandwidth()
     print(f"copy: y.copy_(x) of 1 GiB in {copy_s * 1e3:.3f} ms, {copy_bw / 1e12:.2f} TB/s (read plus write)")
     l2_bytes = torch.cuda.get_device_properties(0).L2_cache_size
@@ -197,6 +237,8 @@ def main():
               f"graph of {args.launches} flushes) / {args.launches}")
     rows = []
     for name, dt, b, n, k, ranges, values, l2, target in SHAPES:
+        if only and f"{b}x{n}" not in only:
+            continue
         nbytes = b * n * torch.tensor([], dtype=DT[dt]).element_size()
         ncopies = copies_for(nbytes, l2)
         xs = make_inputs(dt, b, n, ncopies, name == "sampling")
@@ -290,7 +332,7 @@ def main():
                   f"| {100 * theirs / copy_bw:.0f}% |")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"device": dev, "torch": torch.__version__, "copy_tbs": copy_bw / 1e12, "l2_bytes": l2_bytes,
+            json.dump({"device": dev, "torch": torch.__version__, "marginal": args.marginal, "launches": args.launches, "copy_tbs": copy_bw / 1e12, "l2_bytes": l2_bytes,
                        "l2_flush": args.l2_flush, "flush_bytes": flush_bytes, "rows": rows}, f, indent=1)
     if args.baselines_out:
         write_baselines(args.baselines_out, rows)

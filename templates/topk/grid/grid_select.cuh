@@ -8,10 +8,13 @@
 //      others;
 //   2. reads its slice of the row once into registers, counts the keys above
 //      t and equal to it, and adds a 256-bin histogram of the keys above t
-//      (over the sample's span above t) to the row's;
+//      (over the sample's span above t) to the row's, keeping each bin's sum
+//      before its own count: its keys' places among the row's keys of that
+//      bin;
 //   3. meets the others at a grid barrier, finds the k-th key's bin in the
 //      row's histogram, writes its keys above that bin straight to the output
-//      and gathers the keys in it into the workspace; CTA 0 ranks that bin (a
+//      (bin d's from the row's count above d) and gathers the keys in it
+//      into the workspace; CTA 0 ranks that bin (a
 //      few dozen keys on a normal row) as the keys arrive and finishes the
 //      row.
 // A guess that fails (fewer than k keys at or above t, or a k-th bin larger
@@ -51,7 +54,7 @@ constexpr int kMaxCtas = 256;
 // each CTA's count of ties (deterministic mode), then the candidates
 // (TopkArgs::buffer 8-byte words: key, position).
 constexpr int kRowWords = 8 + kBins * (1 + kRecoveryHists) + kMaxCtas;
-enum Counter { kTicket = 0, kAbove, kEq, kArrive, kOutN, kTieN, kBinN };
+enum Counter { kTicket = 0, kAbove, kEq, kArrive, kOutN, kTieN };
 // The threshold's margin: standard deviations of the sample's count above
 // the rank-r key (a normal row's top keys fall in a binomial).
 constexpr float kSigmas = 4.5f;
@@ -124,13 +127,15 @@ __device__ __forceinline__ void grid_barrier(u32* arrive, u32 target) {
 // row's counts above the threshold and at it (sh[8], sh[9]) and, when at
 // least k keys lie above it, finds the k-th key's bin in the row's
 // histogram in registers: its bin in sh[1], the rank within it in sh[0],
-// its count in sh[11]. With `det`, sh[15] gets the ties of the CTAs before
-// `part` (tie_cnt[0..part)). Every lane of warp 0 acquires the arrivals
+// its count in sh[11], and above[d] (kBins words of shared memory) gets the
+// row's count of keys in the bins above d, where bin d's keys start in the
+// output. With `det`, sh[15] gets the ties of the CTAs before `part`
+// (tie_cnt[0..part)). Every lane of warp 0 acquires the arrivals
 // itself, so its loads see the other CTAs' counts; one CTA barrier then
 // passes the result on. (grid_barrier, then a shared histogram and
 // Hist::find, took three barriers more.)
 __device__ __forceinline__ void grid_barrier_find(u32* ctr, const u32* row_hist, const u32* tie_cnt, int part,
-                                                  bool det, u32 target, u32 k, u32* sh);
+                                                  bool det, u32 target, u32 k, u32* sh, u32* above);
 
 // Deterministic mode, one warp after a grid barrier: the ties of the row's
 // CTAs before `part` (tie_cnt[0..part)), in every lane.
@@ -408,7 +413,7 @@ __device__ __forceinline__ void write_above_and_ties(const Slice<P>& s, u32 kth,
 }
 
 __device__ __forceinline__ void grid_barrier_find(u32* ctr, const u32* row_hist, const u32* tie_cnt, int part,
-                                                  bool det, u32 target, u32 k, u32* sh) {
+                                                  bool det, u32 target, u32 k, u32* sh, u32* above) {
   __syncthreads();
   if (threadIdx.x < 32) {
     const u32 lane = threadIdx.x;
@@ -429,6 +434,19 @@ __device__ __forceinline__ void grid_barrier_find(u32* ctr, const u32* row_hist,
     u32 bin, cnt, left;
     // A is the same in every lane, so the whole warp scans; one lane finds the bin.
     if (A >= k && rank_bin(c, lane, k, &bin, &cnt, &left)) sh[1] = bin, sh[11] = cnt, sh[0] = left;
+    if (A >= k) {
+      // above[d]: the row's keys in the bins above d, the first output slot
+      // of bin d's keys.
+      u32 sum = 0;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) sum += c[e];
+      u32 cum = warp_inclusive_prefix(sum) - sum;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        above[kBins - 1 - 8 * static_cast<int>(lane) - e] = cum;
+        cum += c[e];
+      }
+    }
   }
   __syncthreads();
 }
@@ -622,8 +640,15 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
   const u32 wa = __reduce_add_sync(kFullMask, n_above), we = __reduce_add_sync(kFullMask, n_eq);
   if (lane == 0 && (wa | we)) atomicAdd(&sh[13], wa), atomicAdd(&sh[14], we);
   __syncthreads();
-  for (int i = threadIdx.x; i < kBins; i += P::kBlock)
-    if (hist2.h[i]) atomicAdd(&row_hist[i], hist2.h[i]);
+  // Each bin's count added to the row's, the sum before it kept: this CTA's
+  // keys of bin d take the row's places [old, old + count) among bin d's,
+  // so hist2.h[d] becomes old + count and each key takes one place below
+  // it (a shared atomic decrement) after the grid barrier, where a scan of
+  // the CTAs' counts and a global atomic each took those places before.
+  for (int i = threadIdx.x; i < kBins; i += P::kBlock) {
+    const u32 c = hist2.h[i];
+    if (c) hist2.h[i] = atomicAdd(&row_hist[i], c) + c;
+  }
   if (threadIdx.x == 0) {
     if (sh[13]) atomicAdd(&ctr[kAbove], sh[13]);
     if (sh[14]) atomicAdd(&ctr[kEq], sh[14]);
@@ -631,7 +656,9 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
   }
 
   // 3. The grid barrier, then the row's counts and the k-th key's bin.
-  grid_barrier_find(ctr, row_hist, tie_cnt, part, det, static_cast<u32>(G), k, sh);
+  // hist.h (the sample's histogram, done with) gets each bin's first output
+  // slot.
+  grid_barrier_find(ctr, row_hist, tie_cnt, part, det, static_cast<u32>(G), k, sh, hist.h);
   const u32 A = sh[8], E = sh[9];
   u32 tie_base = det ? sh[15] : 0u;  // written by grid_barrier_find in deterministic mode only
   bool miss = A + E < k;
@@ -652,21 +679,17 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
     // The k-th key's bin b: keys above it straight out, those in it gathered.
     b = sh[1], rb = sh[0], cb = sh[11];
     miss = cb > static_cast<u32>(a.buffer);
-    if (!miss) {
-      u32 m1 = 0, m2 = 0;
-      s.for_each([&](u32 x, int) {
-        const u32 d = x > t ? digit(x) : 0u;
-        m1 += x > t && d > b;
-        m2 += x > t && d == b;
+    if (!miss)
+      s.for_each([&](u32 x, int p) {
+        if (x <= t) return;
+        const u32 d = digit(x);
+        if (d < b) return;
+        const u32 r = atomicSub(&hist2.h[d], 1u) - 1u;  // this key's place among the row's keys of bin d
+        if (d > b)
+          emit(p, hist.h[d] + r);
+        else
+          store_candidate(cand + r, x, p);
       });
-      uint2 slot = cta_slots(&ctr[kOutN], m1, &ctr[kBinN], m2, sh + 64, sh + 48);
-      if (m1 | m2)
-        s.for_each([&](u32 x, int p) {
-          const u32 d = x > t ? digit(x) : 0u;
-          if (x > t && d > b) emit(p, slot.x++);
-          if (x > t && d == b) store_candidate(cand + slot.y++, x, p);
-        });
-    }
   }
   if (miss) {
     // 4'. The guess failed on this row (every CTA sees it alike): an exact
