@@ -104,6 +104,44 @@ __device__ __forceinline__ void group_sync(int id) {
 // keys, with empty bins beside it.
 constexpr u32 kHeavyBin = 32;
 
+// The key of rank *need_io (1 = largest) among the at most 32 keys keyof(j)
+// (items with take(j)) whose bits from `lo` up equal *prefix_io's, one
+// group's (C = 1): they are gathered into `list` (a histogram buffer no pass
+// has in use) and the first warp ranks them among themselves, where the
+// digit passes below `lo` took two barriers each. On return *prefix_io is
+// that key, *need_io its rank among its ties, *lo_out 0; the result is the
+// count of those ties. g->nlist is zero on entry and on return. Two
+// barriers.
+template <class P, class KeyOf, class Take>
+__device__ __forceinline__ u32 small_bin_rank(KeyOf keyof, Take take, Group* g, int gid, int t, u32* list, int lo,
+                                              u32* prefix_io, u32* need_io, int* lo_out) {
+  constexpr int I = P::kKeys;
+  const u32 top = *prefix_io >> lo;
+#pragma unroll
+  for (int j = 0; j < I; ++j)
+    if (take(j) && (keyof(j) >> lo) == top) list[atomicAdd(&g->nlist, 1u)] = keyof(j);
+  group_sync<P>(gid);
+  if (t < 32) {
+    const u32 lane = lane_id(), n = g->nlist, need = *need_io;
+    const u32 v = lane < n ? list[lane] : 0u;
+    u32 gt = 0, eq = 0;
+    for (u32 j = 0; j < n; ++j) {
+      const u32 o = __shfl_sync(kFullMask, v, static_cast<int>(j));
+      gt += o > v;
+      eq += o == v;
+    }
+    // Every lane holding the key qualifies; the lowest one writes.
+    const u32 m = __ballot_sync(kFullMask, lane < n && gt < need && need <= gt + eq);
+    if (m != 0 && lane == static_cast<u32>(__ffs(m) - 1)) g->prefix = v, g->need = need - gt, g->in_bin = eq;
+    if (lane == 0) g->nlist = 0;  // every lane has read it (the shuffles above)
+  }
+  group_sync<P>(gid);
+  *prefix_io = g->prefix;
+  *need_io = g->need;
+  *lo_out = 0;
+  return g->in_bin;
+}
+
 // The key of rank `*need` (1 = largest) among the group's keys keyof(j) of
 // the items j for which take(j) holds (in a cluster: among the cluster's),
 // BITS wide, found 8 bits a pass from the top. On return *prefix holds its
@@ -357,43 +395,6 @@ __device__ __forceinline__ bool window_rank(KeyOf keyof, Take take, Group* g, in
   return true;
 }
 
-// After window_rank, where the key of rank *need_io lies among the in_bin
-// (at most 32) keys whose top 16 bits are *prefix_io's: the first warp
-// ranks them among themselves (gathered into hist[2], which no pass has in
-// use: window_rank left hist[1] cleared for the next search). On return
-// *prefix_io is that key, *need_io its rank among its ties, *lo_out 0; the
-// result is the count of those ties. One group (C = 1); g->nlist zero on
-// entry. Two barriers.
-template <class P, class KeyOf, class Take>
-__device__ __forceinline__ u32 small_bin_rank(KeyOf keyof, Take take, Group* g, int gid, int t, u32* prefix_io,
-                                              u32* need_io, int* lo_out) {
-  constexpr int I = P::kKeys;
-  const u32 top = *prefix_io >> 16;
-  u32* list = g->hist[2];
-#pragma unroll
-  for (int j = 0; j < I; ++j)
-    if (take(j) && (keyof(j) >> 16) == top) list[atomicAdd(&g->nlist, 1u)] = keyof(j);
-  group_sync<P>(gid);
-  if (t < 32) {
-    const u32 lane = lane_id(), n = g->nlist, need = *need_io;
-    const u32 v = lane < n ? list[lane] : 0u;
-    u32 gt = 0, eq = 0;
-    for (u32 j = 0; j < n; ++j) {
-      const u32 o = __shfl_sync(kFullMask, v, static_cast<int>(j));
-      gt += o > v;
-      eq += o == v;
-    }
-    // Every lane holding the key qualifies; the lowest one writes.
-    const u32 m = __ballot_sync(kFullMask, lane < n && gt < need && need <= gt + eq);
-    if (m != 0 && lane == static_cast<u32>(__ffs(m) - 1)) g->prefix = v, g->need = need - gt, g->in_bin = eq;
-  }
-  group_sync<P>(gid);
-  *prefix_io = g->prefix;
-  *need_io = g->need;
-  *lo_out = 0;
-  return g->in_bin;
-}
-
 // One row: the whole of it in this group's registers (C = 1), or this CTA's
 // slice of it, the row split over the thread-block cluster (C = 2, any
 // size from the launch: one group per CTA, histograms summed over the cluster
@@ -492,7 +493,7 @@ __device__ void select_row(const TopkArgs& a, int rowi, int gid, int t, Group* g
           // them, where two digit passes took four barriers (H100, 64 rows,
           // ranges: 4096 k128 4.67 -> 4.46 us, 8192 k256 7.29 -> 6.49,
           // 2048 k64 3.79 -> 3.60).
-          in_bin = small_bin_rank<P>(kv, valid, g, gid, t, &prefix, &need, &lo);
+          in_bin = small_bin_rank<P>(kv, valid, g, gid, t, g->hist[2], 16, &prefix, &need, &lo);
         } else {
           q = 2;  // the third pass on hist[1]
           in_bin = find_rank<P, C, KB, true, 2>(kv, valid, g, part, gid, t, &q, &prefix, &need, &lo);
