@@ -111,6 +111,15 @@ class Family {
   // further or takes the default). The default keeps `tuned` where it fits.
   virtual std::optional<Config> Adapt(const Config& tuned, const Problem& tuned_p, const Problem& p,
                                       const Arch& arch) const;
+  // `c` with the knobs that follow the problem's modes set from `p`, for a
+  // winner tuned without them: tuning ignores `deterministic`, and the exact
+  // tier of dispatch serves a deterministic call of a tuned shape with this
+  // (the grid family's `ties` 1, its kernel that takes the lowest-index ties
+  // itself, instead of the winner plus the tie pass). The default keeps `c`.
+  virtual Config WithModesOf(const Config& c, const Problem& p) const {
+    (void)p;
+    return c;
+  }
   // Nearest dispatch, at plan time with a loaded kernel: a config for
   // `p.batch` rows when `c` was tuned for `tuned_batch` rows, given how many
   // of a config's clusters (or CTAs) are co-resident on the device

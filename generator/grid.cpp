@@ -195,12 +195,15 @@ class Grid final : public Family {
   std::optional<Config> Adapt(const Config& tuned, const Problem& tuned_p, const Problem& p,
                               const Arch& arch) const override {
     std::optional<Config> c = Family::Adapt(tuned, tuned_p, p, arch);
-    if (c) {
-      GridParams g = GridParams::Of(*c);
-      g.ties = p.deterministic ? 1 : 0;
-      c = g.ToConfig();
-    }
+    if (c) c = WithModesOf(*c, p);
     return c;
+  }
+
+  // Deterministic problems take the kernel with the ties in it.
+  Config WithModesOf(const Config& c, const Problem& p) const override {
+    GridParams g = GridParams::Of(c);
+    g.ties = p.deterministic ? 1 : 0;
+    return g.ToConfig();
   }
 
   // With `ties` 1, deterministic mode in the kernel: canonical keys, and

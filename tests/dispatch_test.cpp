@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "cache/cache.hpp"
+#include "generator/grid.hpp"
 #include "generator/radix.hpp"
 #include "generator/warp.hpp"
 #include "runtime/dispatch.hpp"
@@ -96,6 +97,33 @@ TEST_F(DispatchTest, ExactWinner) {
   EXPECT_EQ(d.source, DispatchSource::kExact);
   EXPECT_EQ(d.config, Cfg(1024, 2, 4096));
   EXPECT_EQ(d.tuned_median_us, 18.1);
+}
+
+// Tuning ignores `deterministic`, so a tuned grid winner (ties 0) serves the
+// deterministic calls of its shape too: with `ties` 1 (the kernel that takes
+// the lowest-index ties itself), not the winner plus the tie pass.
+TEST_F(DispatchTest, ExactGridWinnerTakesTheTiesKernelForDeterministicCalls) {
+  gen::GridParams g;
+  g.block_threads = 512;
+  g.items = 1;
+  g.ctas = 64;
+  Win(kHere, Dsa(1, 131072, 2048), g, 7.6);
+  const DispatchDecision plain = Decide(cache_.get(), kHere, {}, false, Dsa(1, 131072, 2048), arch_);
+  EXPECT_EQ(plain.source, DispatchSource::kExact);
+  EXPECT_EQ(plain.config, gen::Config(g));
+  Problem det = Dsa(1, 131072, 2048);
+  det.deterministic = true;
+  const DispatchDecision d = Decide(cache_.get(), kHere, {}, false, det, arch_);
+  EXPECT_EQ(d.source, DispatchSource::kExact);
+  EXPECT_EQ(d.config.Get("ties"), 1) << d.config.Id();
+  EXPECT_TRUE(d.config.family_ptr()->TakesLowestIndexTies(d.config));
+  gen::GridParams want = g;
+  want.ties = 1;
+  EXPECT_EQ(d.config, gen::Config(want));
+  // Other families' winners are kept as tuned (the tie pass follows them).
+  Problem radix_det = Dsa(64, 32768, 2048);
+  radix_det.deterministic = true;
+  EXPECT_EQ(Decide(cache_.get(), kHere, {}, false, radix_det, arch_).config, Cfg(1024, 2, 4096));
 }
 
 TEST_F(DispatchTest, NearestShapeInLogSpace) {

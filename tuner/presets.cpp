@@ -38,7 +38,8 @@ Status ValidateTunable(const Problem& p) {
   if (p.deterministic)
     return InvalidArgument("shape",
                            "'deterministic' is not tuned: it runs on whichever kernel wins the shape without "
-                           "it (inside the resident family's kernel, as a tie pass after the others); tune "
+                           "it (the resident kernels and a grid winner's `ties` 1 kernel take the ties "
+                           "themselves, a tie pass follows the others); tune "
                            "the shape without the flag, and `topk-tune verify --deterministic` checks and "
                            "times the winners with it");
   // The runtime refuses these, so a winner for one could never be used.
