@@ -332,8 +332,9 @@ def main():
                   f"| {100 * theirs / copy_bw:.0f}% |")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"device": dev, "torch": torch.__version__, "marginal": args.marginal, "launches": args.launches, "copy_tbs": copy_bw / 1e12, "l2_bytes": l2_bytes,
-                       "l2_flush": args.l2_flush, "flush_bytes": flush_bytes, "rows": rows}, f, indent=1)
+            json.dump({"device": dev, "torch": torch.__version__, "marginal": args.marginal, "launches": args.launches,
+                       "copy_tbs": copy_bw / 1e12, "l2_bytes": l2_bytes, "l2_flush": args.l2_flush,
+                       "flush_bytes": flush_bytes, "rows": rows}, f, indent=1)
     if args.baselines_out:
         write_baselines(args.baselines_out, rows)
 

@@ -70,13 +70,24 @@ __device__ __forceinline__ u32 warp_inclusive_prefix(u32 v) {
 // A warp's scan of 256 bins for the one that holds rank `need` (1 =
 // largest): lane l holds the counts of bins 255 - 8 l down to 248 - 8 l
 // in c (the resident and grid families' bin searches). The lane whose bins hold the rank returns true with the
-// bin, its count and the rank within it; every lane calls it.
-__device__ __forceinline__ bool rank_bin(const u32 (&c)[8], u32 lane, u32 need, u32* bin, u32* cnt, u32* left) {
+// bin, its count and the rank within it; every lane calls it. With `above`
+// (256 words of shared memory), every lane also writes each of its bins'
+// count of the keys in the bins above it (the grid family's output places).
+__device__ __forceinline__ bool rank_bin(const u32 (&c)[8], u32 lane, u32 need, u32* bin, u32* cnt, u32* left,
+                                         u32* above = nullptr) {
   u32 sum = 0;
 #pragma unroll
   for (int e = 0; e < 8; ++e) sum += c[e];
   const u32 incl = warp_inclusive_prefix(sum);
   u32 cum = incl - sum;
+  if (above != nullptr) {
+    u32 a = cum;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      above[255u - 8u * lane - static_cast<u32>(e)] = a;
+      a += c[e];
+    }
+  }
   if (!(cum < need && need <= incl)) return false;
   bool found = false;
   *bin = 0, *cnt = 0, *left = 0;

@@ -441,20 +441,9 @@ __device__ __forceinline__ void grid_barrier_find(u32* ctr, const u32* row_hist,
     }
     u32 bin, cnt, left;
     // A is the same in every lane, so the whole warp scans; one lane finds the bin.
-    if (A >= k && rank_bin(c, lane, k, &bin, &cnt, &left)) sh[1] = bin, sh[11] = cnt, sh[0] = left;
-    if (A >= k) {
-      // above[d]: the row's keys in the bins above d, the first output slot
-      // of bin d's keys.
-      u32 sum = 0;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) sum += c[e];
-      u32 cum = warp_inclusive_prefix(sum) - sum;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        above[kBins - 1 - 8 * static_cast<int>(lane) - e] = cum;
-        cum += c[e];
-      }
-    }
+    // above[d]: the row's keys in the bins above d, the first output slot
+    // of bin d's keys (from the same warp scan).
+    if (A >= k && rank_bin(c, lane, k, &bin, &cnt, &left, above)) sh[1] = bin, sh[11] = cnt, sh[0] = left;
   }
   __syncthreads();
 }
