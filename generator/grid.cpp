@@ -16,7 +16,7 @@ Status Broken(const std::string& constraint, const std::string& what) {
 // candidates, a row's workspace words before its candidates, the sample's
 // most vectors.
 constexpr int kStaticWords = 2 * 256 + 128;
-constexpr int kRowWords = 8 + 256 * 5 + 256;
+constexpr int kRowWords = 8 + 2 * (256 + 2) + 256 * 4 + 256;  // counters, the 64-bit histogram, the recovery's, ties
 constexpr int kMaxCtas = 256;  // a row's tie counts in the workspace
 constexpr int kMaxSample = 1024;
 constexpr int kMinSliceElements = 1024;  // enumeration: fewer per CTA is all barrier

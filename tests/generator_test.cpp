@@ -1492,7 +1492,7 @@ TEST(GridFamilyTest, ConstraintsEnumerationDefaultAndPlan) {
   EXPECT_EQ(s.args.rounds, 256);
   EXPECT_EQ(s.args.cache_cap, 128);
   EXPECT_EQ(s.smem_bytes, (2 * 256 + 128 + 2 * 4096) * 4);
-  EXPECT_EQ(plan.workspace_bytes, (8 + 256 * 5 + 256 + 2 * 4096) * 4u);
+  EXPECT_EQ(plan.workspace_bytes, (8 + 2 * (256 + 2) + 256 * 4 + 256 + 2 * 4096) * 4u);
   EXPECT_EQ(PlanLaunch(g, Prob(DType::kF32, 3, 1024, 8), arch).workspace_bytes, 3 * plan.workspace_bytes);
   // Every other family's plan needs no workspace.
   const Problem many = Prob(DType::kF32, 64, 32768, 2048);

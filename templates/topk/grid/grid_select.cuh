@@ -6,12 +6,14 @@
 //      finds a lower bound t of its rank-r key, r the sample's share of k
 //      plus a margin: every CTA gets the same t without talking to the
 //      others;
-//   2. reads its slice of the row once into registers, counts the keys above
-//      t and equal to it, and adds a 256-bin histogram of the keys above t
-//      (over the sample's span above t) to the row's, keeping each bin's sum
-//      before its own count: its keys' places among the row's keys of that
-//      bin;
-//   3. meets the others at a grid barrier, finds the k-th key's bin in the
+//   2. reads its slice of the row once into registers, counts the keys
+//      equal to t, and adds a 256-bin histogram of the keys above t (over
+//      the sample's span above t) and that count to the row's, keeping each
+//      bin's sum before its own count: its keys' places among the row's
+//      keys of that bin;
+//   3. waits until every CTA's adds are in (each histogram word counts its
+//      adds and a tally word the CTAs and their adds: no grid barrier),
+//      finds the k-th key's bin in the
 //      row's histogram, writes its keys above that bin straight to the output
 //      (bin d's from the row's count above d) and gathers the keys in it
 //      into the workspace; CTA 0 ranks that bin (a
@@ -25,8 +27,8 @@
 // counters and histograms, so the workspace is zero again after every
 // launch.
 //
-// Launched cooperatively (every CTA resident: the barriers wait for all of
-// them). TopkArgs: buffer = candidate room per row, rounds = sample vectors,
+// Launched cooperatively (every CTA resident: the waits and barriers wait
+// for all of them). TopkArgs: buffer = candidate room per row, rounds = sample vectors,
 // cache_cap = CTAs per row, workspace = kRowWords + 2 x buffer words a row.
 #pragma once
 #include "topk/args.h"
@@ -50,11 +52,21 @@ constexpr int kRecoveryHists = 4;  // the recovery's digit passes, one histogram
 constexpr u32 kDirectRank = 256;
 // The most CTAs a row (the host checks it).
 constexpr int kMaxCtas = 256;
-// Per row: 8 counters, the threshold pass's histogram and the recovery's,
-// each CTA's count of ties (deterministic mode), then the candidates
-// (TopkArgs::buffer 8-byte words: key, position).
-constexpr int kRowWords = 8 + kBins * (1 + kRecoveryHists) + kMaxCtas;
-enum Counter { kTicket = 0, kAbove, kEq, kArrive, kOutN, kTieN };
+// Per row: 8 counters; the threshold pass's histogram, kHistWords 64-bit
+// words: the kBins bins and the count of keys equal to the threshold, each
+// the row's count in its low half and the number of CTAs that have added to
+// it in its high half, then the tally (the CTAs that have added their
+// histogram in its high half, the adds they made in its low half), so that
+// a reader knows the histogram complete without a grid barrier; the
+// recovery's histograms; each CTA's count of
+// ties plus one (deterministic mode: 0 is "not yet written"); then the
+// candidates (TopkArgs::buffer 8-byte words: key, position).
+constexpr int kHistWords = kBins + 2;
+constexpr int kEqWord = kBins;
+constexpr int kTallyWord = kBins + 1;
+constexpr int kRowWords = 8 + 2 * kHistWords + kBins * kRecoveryHists + kMaxCtas;
+constexpr unsigned long long kOneCta = 1ull << 32;  // one add to a histogram word, one CTA to the tally
+enum Counter { kTicket = 0, kArrive, kOutN, kTieN };
 // The threshold's margin: standard deviations of the sample's count above
 // the rank-r key (a normal row's top keys fall in a binomial).
 constexpr float kSigmas = 4.5f;
@@ -92,6 +104,19 @@ __device__ __forceinline__ u32 load_cg(const u32* p) {
   asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(v) : "l"(p));
   return v;
 }
+__device__ __forceinline__ u32 load_relaxed(const u32* p) {
+  u32 v;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void store_relaxed(u32* p, u32 v) {
+  asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+// Two consecutive 64-bit words (16-byte aligned), read as they stand.
+__device__ __forceinline__ void load_relaxed2(const unsigned long long* p, unsigned long long* a,
+                                              unsigned long long* b) {
+  asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(*a), "=l"(*b) : "l"(p) : "memory");
+}
 // A gathered candidate: its key in the low word (never 0: every gathered key
 // is above the threshold), its position in the high one, stored and read as
 // one 8-byte word so that a reader that sees the key sees its position.
@@ -123,29 +148,55 @@ __device__ __forceinline__ void grid_barrier(u32* arrive, u32 target) {
   __syncthreads();
 }
 
-// Every thread of the CTA: grid_barrier's wait, after which warp 0 reads the
-// row's counts above the threshold and at it (sh[8], sh[9]) and, when at
-// least k keys lie above it, finds the k-th key's bin in the row's
-// histogram in registers: its bin in sh[1], the rank within it in sh[0],
-// its count in sh[11], and above[d] (kBins words of shared memory) gets the
-// row's count of keys in the bins above d, where bin d's keys start in the
-// output. With `det`, sh[15] gets the ties of the CTAs before `part`
-// (tie_cnt[0..part)). Every thread calls between() after the first CTA
-// barrier (warp 0 after its arrival), its shared writes seen by all after
-// the last. Every lane of warp 0 acquires the arrivals
-// itself, so its loads see the other CTAs' counts; one CTA barrier then
-// passes the result on. (grid_barrier, then a shared histogram and
-// Hist::find, took three barriers more.)
-template <class Between>
-__device__ __forceinline__ void grid_barrier_find(u32* ctr, const u32* row_hist, const u32* tie_cnt, int part,
-                                                  bool det, u32 target, u32 k, u32* sh, u32* above,
-                                                  const Between& between);
+// Every thread of the CTA, once every CTA of the row has added its
+// histogram (G of them): warp 0 reads the row's counts above the threshold
+// and at it (sh[8], sh[9]) and, when at least k keys lie above it, finds
+// the k-th key's bin in the row's histogram in registers: its bin in sh[1],
+// the rank within it in sh[0], its count in sh[11], and above[d] (kBins
+// words of shared memory) gets the row's count of keys in the bins above d,
+// where bin d's keys start in the output. With `det`, sh[15] gets the ties
+// of the CTAs before `part` (tie_cnt[0..part)). Every thread calls
+// between() after the first CTA barrier, its shared writes seen by all
+// after the last.
+//
+// No grid barrier: a CTA adds each nonzero bin of its histogram and its
+// count at the threshold (zero too) as one add each, a word's high half
+// counting its adds, and then one to the tally: a CTA and its number of
+// adds. Warp 0 reads the words and the tally together until the tally
+// shows all G CTAs and the words' adds sum to the tally's: then every add
+// is in (a word's adds are never overcounted, and its count moves with
+// them in one atomic), with no ordering between the words needed. A grid
+// barrier (every thread's atomics performed, thread 0's release, the
+// others' acquire) put about one L2 round trip more on the path from the
+// last CTA's adds to the others' reads; an add to every word, zero counts
+// too, so that each word counted to G, cost the same-address atomics of all
+// G CTAs on every word (H100, 1 x 524288 at 128 CTAs: 8.63 -> 9.11 us).
+// `nz`: which of this thread's words (i + j x blockDim) are nonzero bins.
+// One CTA barrier then passes the result on.
+template <int N, class Between>
+__device__ __forceinline__ void grid_meet_find(unsigned long long* row_hist, const u32* tie_cnt, int part, bool det,
+                                               u32 G, u32 k, u32* sh, u32* above, const bool (&nz)[N],
+                                               const Between& between);
+// Rows of at most this many CTAs read the whole histogram in each poll;
+// more CTAs wait on the tally word alone first, their polls of every word
+// crowding the lines the adds go to (development A/B, topk-probe --define
+// TOPK_GRID_EAGER_CTAS=N).
+#ifndef TOPK_GRID_EAGER_CTAS
+#define TOPK_GRID_EAGER_CTAS 32
+#endif
 
-// Deterministic mode, one warp after a grid barrier: the ties of the row's
-// CTAs before `part` (tie_cnt[0..part)), in every lane.
+// Deterministic mode, one warp after every CTA of the row has written its
+// count: the ties of the row's CTAs before `part` (tie_cnt[0..part), each
+// stored plus one, so 0 means not yet written), in every lane.
 __device__ __forceinline__ u32 ties_before(const u32* tie_cnt, int part) {
   u32 before = 0;
-  for (int p = static_cast<int>(threadIdx.x & 31); p < part; p += 32) before += load_cg(&tie_cnt[p]);
+  for (int p = static_cast<int>(threadIdx.x & 31); p < part; p += 32) {
+    u32 v;
+    do {
+      v = load_relaxed(&tie_cnt[p]);
+    } while (v == 0u);
+    before += v - 1u;
+  }
   return __reduce_add_sync(kFullMask, before);
 }
 
@@ -416,25 +467,48 @@ __device__ __forceinline__ void write_above_and_ties(const Slice<P>& s, u32 kth,
   });
 }
 
-template <class Between>
-__device__ __forceinline__ void grid_barrier_find(u32* ctr, const u32* row_hist, const u32* tie_cnt, int part,
-                                                  bool det, u32 target, u32 k, u32* sh, u32* above,
-                                                  const Between& between) {
-  __syncthreads();
-  if (threadIdx.x >= 32) between();
+template <int N, class Between>
+__device__ __forceinline__ void grid_meet_find(unsigned long long* row_hist, const u32* tie_cnt, int part, bool det,
+                                               u32 G, u32 k, u32* sh, u32* above, const bool (&nz)[N],
+                                               const Between& between) {
+  // The CTA's adds: its nonzero bins and the count at the threshold.
+  u32 adds = 1;
+#pragma unroll
+  for (int j = 0; j < N; ++j)
+    if (j * static_cast<int>(blockDim.x) < kBins) adds += __syncthreads_count(nz[j]);
+  if (threadIdx.x == 0) atomicAdd(&row_hist[kTallyWord], kOneCta | adds);
+  between();
   if (threadIdx.x < 32) {
     const u32 lane = threadIdx.x;
-    if (lane == 0) atomic_add_release(&ctr[kArrive], 1u);
-    between();
-    __syncwarp();
-    while (load_acquire(&ctr[kArrive]) < target) {
-    }
-    const u32 A = load_cg(&ctr[kAbove]), E = load_cg(&ctr[kEq]);
-    // Lane l: bins 255 - 8 l down to 248 - 8 l.
-    u32 c[8];
+    // Lane l: bins 255 - 8 l down to 248 - 8 l, words w[7] down to w[0];
+    // lane 0 also the count at the threshold and the tally.
+    const unsigned long long* mine = row_hist + (kBins - 8 - 8 * static_cast<int>(lane));
+    unsigned long long w[8], eq = 0, tally = 0;
+    const bool eager = G <= static_cast<u32>(TOPK_GRID_EAGER_CTAS);
+    bool full;
+    do {
+      if (!eager) {
+        // Many CTAs: lane 0 alone waits for the tally's last CTA first.
+        if (lane == 0)
+          while (static_cast<u32>(*reinterpret_cast<const volatile unsigned long long*>(row_hist + kTallyWord) >>
+                                  32) != G) {
+          }
+        __syncwarp();
+      }
 #pragma unroll
-    for (int e = 0; e < 8; ++e) c[e] = load_cg(&row_hist[kBins - 1 - 8 * static_cast<int>(lane) - e]);
-    if (lane == 0) sh[8] = A, sh[9] = E;
+      for (int e = 0; e < 8; e += 2) load_relaxed2(mine + e, &w[e], &w[e + 1]);
+      if (lane == 0) load_relaxed2(row_hist + kEqWord, &eq, &tally);
+      u32 seen = static_cast<u32>(eq >> 32);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) seen += static_cast<u32>(w[e] >> 32);
+      seen = __reduce_add_sync(kFullMask, seen);
+      full = static_cast<u32>(tally >> 32) == G && seen == static_cast<u32>(tally);
+    } while (!__shfl_sync(kFullMask, full, 0));
+    u32 c[8], sum = 0;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) c[e] = static_cast<u32>(w[7 - e]), sum += c[e];
+    const u32 A = __reduce_add_sync(kFullMask, sum);
+    if (lane == 0) sh[8] = A, sh[9] = static_cast<u32>(eq);
     if (det) {
       const u32 before = ties_before(tie_cnt, part);
       if (lane == 0) sh[15] = before;
@@ -532,13 +606,14 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
   const bool aligned = (reinterpret_cast<unsigned long long>(base) & 15u) == 0;
   u32* ws = static_cast<u32*>(a.workspace) + static_cast<long long>(row) * (kRowWords + 2 * a.buffer);
   u32* ctr = ws;
-  u32* row_hist = ws + 8;
-  u32* tie_cnt = row_hist + kBins * (1 + kRecoveryHists);  // kMaxCtas words
+  unsigned long long* row_hist = reinterpret_cast<unsigned long long*>(ws + 8);  // 16-byte aligned
+  u32* rec_hist = ws + 8 + 2 * kHistWords;  // the recovery pass p's at rec_hist + kBins p
+  u32* tie_cnt = rec_hist + kBins * kRecoveryHists;  // kMaxCtas words
   // 8-byte aligned: the workspace is 16-byte aligned and every row's words
   // and kRowWords are even.
   unsigned long long* cand = reinterpret_cast<unsigned long long*>(ws + kRowWords);
   const int lane = threadIdx.x & 31;
-  if (threadIdx.x == 0) sh[3] = 0, sh[12] = 0, sh[13] = 0, sh[14] = 0;
+  if (threadIdx.x == 0) sh[3] = 0, sh[12] = 0, sh[14] = 0;
   hist2.clear();  // before the first barrier
 
   // 1. The sample's lower bound t of its rank-r key, the same in every CTA.
@@ -623,8 +698,8 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
     mx = __reduce_max_sync(kFullMask, mx);
     if (lane == 0 && mx != 0) atomicMax(&sh[12], mx);
   }
-  u32 n_above, n_eq;
-  s.count(t, &n_above, &n_eq);
+  u32 n_eq = 0;
+  s.for_each([&](u32 x, int) { n_eq += x == t; });
   if (!span_known) {
     __syncthreads();
     span = sh[12];
@@ -634,8 +709,8 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
   s.for_each([&](u32 x, int) {
     if (x > t) hist2.add(digit(x));
   });
-  const u32 wa = __reduce_add_sync(kFullMask, n_above), we = __reduce_add_sync(kFullMask, n_eq);
-  if (lane == 0 && (wa | we)) atomicAdd(&sh[13], wa), atomicAdd(&sh[14], we);
+  const u32 we = __reduce_add_sync(kFullMask, n_eq);
+  if (lane == 0 && we) atomicAdd(&sh[14], we);
   __syncthreads();
   // Each bin's count added to the row's, the sum before it kept: this CTA's
   // keys of bin d take the row's places [old, old + count) among bin d's,
@@ -644,15 +719,19 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
   // the CTAs' counts and a global atomic each took those places before
   // (H100: 1 x 131072 k2048 7.86 -> 7.55 us, 1 x 524288 9.56 -> 8.64).
   // The sums come back while the CTA meets the others: each thread keeps
-  // them in registers and writes them to hist2 inside grid_barrier_find,
-  // after its first barrier (warp 0 after its arrival).
-  constexpr int kEnds = (kBins + P::kBlock - 1) / P::kBlock;
+  // them in registers and writes them to hist2 inside grid_meet_find,
+  // after its first barrier. The nonzero bins get an add each, and the
+  // count at the threshold (the word after the bins) one whatever it is.
+  constexpr int kEnds = (kBins + 1 + P::kBlock - 1) / P::kBlock;
   u32 ends[kEnds];
+  bool nz[kEnds];
 #pragma unroll
   for (int j = 0; j < kEnds; ++j) {
     const int i = threadIdx.x + j * P::kBlock;
-    const u32 c = i < kBins ? hist2.h[i] : 0u;
-    ends[j] = c ? atomicAdd(&row_hist[i], c) + c : 0u;
+    const u32 c = i < kBins ? hist2.h[i] : i == kBins ? sh[14] : 0u;
+    nz[j] = i < kBins && c != 0;
+    const u32 old = nz[j] || i == kBins ? static_cast<u32>(atomicAdd(&row_hist[i], kOneCta | c)) : 0u;
+    ends[j] = nz[j] ? old + c : 0u;
   }
   auto write_ends = [&] {
 #pragma unroll
@@ -661,18 +740,14 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
       if (i < kBins && ends[j]) hist2.h[i] = ends[j];
     }
   };
-  if (threadIdx.x == 0) {
-    if (sh[13]) atomicAdd(&ctr[kAbove], sh[13]);
-    if (sh[14]) atomicAdd(&ctr[kEq], sh[14]);
-    if (det) tie_cnt[part] = sh[14];  // before the grid barrier's release
-  }
+  if (det && threadIdx.x == 0) store_relaxed(&tie_cnt[part], sh[14] + 1u);
 
-  // 3. The grid barrier, then the row's counts and the k-th key's bin.
+  // 3. Every CTA's adds in, then the row's counts and the k-th key's bin.
   // hist.h (the sample's histogram, done with) gets each bin's first output
   // slot.
-  grid_barrier_find(ctr, row_hist, tie_cnt, part, det, static_cast<u32>(G), k, sh, hist.h, write_ends);
+  grid_meet_find(row_hist, tie_cnt, part, det, static_cast<u32>(G), k, sh, hist.h, nz, write_ends);
   const u32 A = sh[8], E = sh[9];
-  u32 tie_base = det ? sh[15] : 0u;  // written by grid_barrier_find in deterministic mode only
+  u32 tie_base = det ? sh[15] : 0u;  // written by grid_meet_find in deterministic mode only
   bool miss = A + E < k;
   u32 b = 0, rb = 0, cb = 0;
   auto emit = [&](int p, u32 slot) {
@@ -712,7 +787,7 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
 #pragma unroll 1
     for (int pass = 0; pass < kPasses; ++pass) {
       const int sh_d = P::kBits - kDigit * (pass + 1);
-      u32* rh = ws + 8 + kBins * (1 + pass);
+      u32* rh = rec_hist + kBins * pass;
       __syncthreads();
       hist.clear();
       __syncthreads();
@@ -722,7 +797,7 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
       __syncthreads();
       for (int i = threadIdx.x; i < kBins; i += P::kBlock)
         if (hist.h[i]) atomicAdd(&rh[i], hist.h[i]);
-      grid_barrier(&ctr[kArrive], static_cast<u32>(G) * (2 + pass));
+      grid_barrier(&ctr[kArrive], static_cast<u32>(G) * (1 + pass));
       for (int i = threadIdx.x; i < kBins; i += P::kBlock) hist.h[i] = load_cg(&rh[i]);
       if (threadIdx.x == 0) sh[0] = rank;
       __syncthreads();
@@ -741,8 +816,8 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
       nq = __reduce_add_sync(kFullMask, nq);
       if (lane == 0 && nq != 0) atomicAdd(&sh[3], nq);
       __syncthreads();
-      if (threadIdx.x == 0) tie_cnt[part] = sh[3];
-      grid_barrier(&ctr[kArrive], static_cast<u32>(G) * (2 + kPasses));
+      if (threadIdx.x == 0) tie_cnt[part] = sh[3] + 1u;  // before the barrier's release
+      grid_barrier(&ctr[kArrive], static_cast<u32>(G) * (1 + kPasses));
       if (threadIdx.x < 32) {
         const u32 before = ties_before(tie_cnt, part);
         if (lane == 0) sh[15] = before;
@@ -837,7 +912,9 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
   }
   __syncthreads();
   if (!sh[4]) return;
-  for (int i = threadIdx.x; i < kBins * (1 + kRecoveryHists) + (det ? kMaxCtas : 0); i += P::kBlock) row_hist[i] = 0;
+  u32* zero = ws + 8;
+  for (int i = threadIdx.x; i < 2 * kHistWords + kBins * kRecoveryHists + (det ? kMaxCtas : 0); i += P::kBlock)
+    zero[i] = 0;
   if (threadIdx.x < 8) ctr[threadIdx.x] = 0;
 }
 
