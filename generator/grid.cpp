@@ -268,7 +268,9 @@ class Grid final : public Family {
 int GridParams::smem_bytes() const { return (kStaticWords + 2 * candidates) * 4; }
 
 size_t GridParams::workspace_bytes(int64_t batch) const {
-  return static_cast<size_t>(batch) * static_cast<size_t>(kRowWords + 2 * candidates) * 4;
+  // grid::row_words: the candidates' room rounded up to even, so that every
+  // row starts 16-byte aligned.
+  return static_cast<size_t>(batch) * static_cast<size_t>(kRowWords + 2 * ((candidates + 1) & ~1)) * 4;
 }
 
 GridParams GridParams::Of(const Config& c) {

@@ -1494,6 +1494,16 @@ TEST(GridFamilyTest, ConstraintsEnumerationDefaultAndPlan) {
   EXPECT_EQ(s.smem_bytes, (2 * 256 + 128 + 2 * 4096) * 4);
   EXPECT_EQ(plan.workspace_bytes, (8 + 2 * (256 + 2) + 256 * 4 + 256 + 2 * 4096) * 4u);
   EXPECT_EQ(PlanLaunch(g, Prob(DType::kF32, 3, 1024, 8), arch).workspace_bytes, 3 * plan.workspace_bytes);
+  // An odd room is rounded up to even in the workspace, so that every row
+  // starts 16-byte aligned (the kernel's 16-byte loads of the histogram).
+  {
+    Config odd = g;
+    odd.Set("candidates", 129);
+    ASSERT_TRUE(Validate(odd, arch).ok());
+    EXPECT_EQ(PlanLaunch(odd, Prob(DType::kF32, 2, 524288, 2048), arch).workspace_bytes,
+              2 * (8 + 2 * (256 + 2) + 256 * 4 + 256 + 2 * 130) * 4u);
+    EXPECT_EQ(PlanLaunch(odd, Prob(DType::kF32, 2, 524288, 2048), arch).workspace_bytes % (2 * 16), 0u);
+  }
   // Every other family's plan needs no workspace.
   const Problem many = Prob(DType::kF32, 64, 32768, 2048);
   EXPECT_EQ(PlanLaunch(DefaultConfig(many, arch), many, arch).workspace_bytes, 0u);

@@ -29,7 +29,7 @@
 //
 // Launched cooperatively (every CTA resident: the waits and barriers wait
 // for all of them). TopkArgs: buffer = candidate room per row, rounds = sample vectors,
-// cache_cap = CTAs per row, workspace = kRowWords + 2 x buffer words a row.
+// cache_cap = CTAs per row, workspace = row_words(buffer) words a row.
 #pragma once
 #include "topk/args.h"
 #include "topk/keys.cuh"
@@ -67,6 +67,13 @@ constexpr int kTallyWord = kBins + 1;
 constexpr int kRowWords = 8 + 2 * kHistWords + kBins * kRecoveryHists + kMaxCtas;
 constexpr unsigned long long kOneCta = 1ull << 32;  // one add to a histogram word, one CTA to the tally
 enum Counter { kTicket = 0, kArrive, kOutN, kTieN };
+// A row's workspace words: kRowWords, then the candidates, their room
+// rounded up to even so that every row starts 16-byte aligned (the
+// histogram's 16-byte loads; kRowWords is a multiple of 4).
+__host__ __device__ constexpr long long row_words(int buffer) {
+  return kRowWords + 2LL * ((buffer + 1) & ~1);
+}
+static_assert(kRowWords % 4 == 0, "rows 16-byte aligned");
 // The threshold's margin: standard deviations of the sample's count above
 // the rank-r key (a normal row's top keys fall in a binomial).
 constexpr float kSigmas = 4.5f;
@@ -604,13 +611,12 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
   const u32 flip = (a.flags & TOPK_FLAG_SMALLEST) ? (P::kBits == 32 ? ~0u : 0xffffu) : 0u;
   constexpr bool det = DET;
   const bool aligned = (reinterpret_cast<unsigned long long>(base) & 15u) == 0;
-  u32* ws = static_cast<u32*>(a.workspace) + static_cast<long long>(row) * (kRowWords + 2 * a.buffer);
+  u32* ws = static_cast<u32*>(a.workspace) + static_cast<long long>(row) * row_words(a.buffer);
   u32* ctr = ws;
   unsigned long long* row_hist = reinterpret_cast<unsigned long long*>(ws + 8);  // 16-byte aligned
   u32* rec_hist = ws + 8 + 2 * kHistWords;  // the recovery pass p's at rec_hist + kBins p
   u32* tie_cnt = rec_hist + kBins * kRecoveryHists;  // kMaxCtas words
-  // 8-byte aligned: the workspace is 16-byte aligned and every row's words
-  // and kRowWords are even.
+  // 16-byte aligned: the workspace is, and so is every row (row_words).
   unsigned long long* cand = reinterpret_cast<unsigned long long*>(ws + kRowWords);
   const int lane = threadIdx.x & 31;
   if (threadIdx.x == 0) sh[3] = 0, sh[12] = 0, sh[14] = 0;
