@@ -18,6 +18,9 @@ Status Broken(const std::string& constraint, const std::string& what) {
 constexpr int kStaticWords = 2 * 256 + 128;
 constexpr int kRowWords = 8 + 2 * (256 + 2) + 256 * 4 + 256;  // counters, the 64-bit histogram, the recovery's, ties
 constexpr int kMaxCtas = 256;  // a row's tie counts in the workspace
+// A row's workspace words (grid::row_words): the candidates' room rounded
+// up to even, so that every row starts 16-byte aligned.
+constexpr int64_t RowWords(int candidates) { return kRowWords + 2 * static_cast<int64_t>((candidates + 1) & ~1); }
 constexpr int kMaxSample = 1024;
 constexpr int kMinSliceElements = 1024;  // enumeration: fewer per CTA is all barrier
 // The default's rows: at least this many elements, 16 CTAs of 2048 (on an
@@ -236,6 +239,8 @@ class Grid final : public Family {
       << "using P = " << pol.str() << ";\n"
       << "static_assert(P::kStaticWords == " << kStaticWords << ", \"host and template disagree on shared memory\");\n"
       << "static_assert(topk::grid::kRowWords == " << kRowWords << ", \"host and template disagree on the workspace\");\n"
+      << "static_assert(topk::grid::row_words(129) == " << RowWords(129) << " && topk::grid::row_words(4096) == "
+      << RowWords(4096) << ", \"host and template disagree on a row's stride\");\n"
       << "static_assert(topk::grid::kMaxSample == " << kMaxSample << ", \"host and template disagree on the sample\");\n"
       << "static_assert(sizeof(TopkArgs) == " << TOPK_ARGS_SIZE << ", \"TopkArgs layout\");\n"
       << "}  // namespace topk_generated\n\n"
@@ -268,9 +273,7 @@ class Grid final : public Family {
 int GridParams::smem_bytes() const { return (kStaticWords + 2 * candidates) * 4; }
 
 size_t GridParams::workspace_bytes(int64_t batch) const {
-  // grid::row_words: the candidates' room rounded up to even, so that every
-  // row starts 16-byte aligned.
-  return static_cast<size_t>(batch) * static_cast<size_t>(kRowWords + 2 * ((candidates + 1) & ~1)) * 4;
+  return static_cast<size_t>(batch) * static_cast<size_t>(RowWords(candidates)) * 4;
 }
 
 GridParams GridParams::Of(const Config& c) {
