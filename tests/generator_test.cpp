@@ -1500,9 +1500,9 @@ TEST(GridFamilyTest, ConstraintsEnumerationDefaultAndPlan) {
     Config odd = g;
     odd.Set("candidates", 129);
     ASSERT_TRUE(Validate(odd, arch).ok());
-    EXPECT_EQ(PlanLaunch(odd, Prob(DType::kF32, 2, 524288, 2048), arch).workspace_bytes,
-              2 * (8 + 2 * (256 + 2) + 256 * 4 + 256 + 2 * 130) * 4u);
-    EXPECT_EQ(PlanLaunch(odd, Prob(DType::kF32, 2, 524288, 2048), arch).workspace_bytes % (2 * 16), 0u);
+    const size_t bytes = PlanLaunch(odd, Prob(DType::kF32, 2, 524288, 2048), arch).workspace_bytes;
+    EXPECT_EQ(bytes, 2 * (8 + 2 * (256 + 2) + 256 * 4 + 256 + 2 * 130) * 4u);
+    EXPECT_EQ(bytes / 2 % 16, 0u);  // each of the two rows' stride
   }
   // Every other family's plan needs no workspace.
   const Problem many = Prob(DType::kF32, 64, 32768, 2048);
