@@ -97,6 +97,21 @@ def spread(times):
     return statistics.median(times), times[len(times) // 10], times[(9 * len(times)) // 10]
 
 
+def replay_difference(g_short, g_long, reps, per):
+    """Replays g_short then g_long, reps times: each sample is (long -
+    short) / per, so that what both graphs launch alike (the replay's own
+    cost, and whatever the short graph holds) cancels; also the short
+    graph's times."""
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    diffs, shorts = [], []
+    for _ in range(reps):
+        t_short = replay_us(g_short, start, stop)
+        t_long = replay_us(g_long, start, stop)
+        diffs.append((t_long - t_short) / per)
+        shorts.append(t_short)
+    return diffs, shorts
+
+
 def time_graph(fn_list, reps, warmup=3):
     """fn_list: callables launched in order inside one graph. Per call: one
     replay's time / len(fn_list), which carries 1/len of the replay's own
@@ -110,11 +125,7 @@ def time_graph(fn_list, reps, warmup=3):
     if m <= 1:
         return spread([replay_us(g, start, stop) / len(fn_list) for _ in range(reps)])
     g_long = capture(fn_list * m, warmup)
-    samples = []
-    for _ in range(reps):
-        t_short = replay_us(g, start, stop)
-        t_long = replay_us(g_long, start, stop)
-        samples.append((t_long - t_short) / ((m - 1) * len(fn_list)))
+    samples, _ = replay_difference(g, g_long, reps, (m - 1) * len(fn_list))
     del g, g_long
     return spread(samples)
 
@@ -134,15 +145,9 @@ def time_flushed(fn, flush, reps, pairs, warmup=3):
     flush's, so the subtraction is exact only up to that share."""
     g_pairs = capture([f for _ in range(pairs) for f in (flush, fn)], warmup)
     g_flush = capture([flush] * pairs, warmup)
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    diffs, flushes = [], []
-    for _ in range(reps):
-        t_flush = replay_us(g_flush, start, stop)
-        t_pairs = replay_us(g_pairs, start, stop)
-        diffs.append((t_pairs - t_flush) / pairs)
-        flushes.append(t_flush / pairs)
+    diffs, flushes = replay_difference(g_flush, g_pairs, reps, pairs)
     del g_pairs, g_flush
-    return spread(diffs), statistics.median(flushes)
+    return spread(diffs), statistics.median(flushes) / pairs
 
 
 def copy_bandwidth(nbytes=1 << 30, reps=20):

@@ -124,6 +124,16 @@ __device__ __forceinline__ void load_relaxed2(const unsigned long long* p, unsig
                                               unsigned long long* b) {
   asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(*a), "=l"(*b) : "l"(p) : "memory");
 }
+// One 64-bit word, read as it stands.
+__device__ __forceinline__ unsigned long long load_relaxed64(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.relaxed.gpu.global.b64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+// Asks L2 for the 128-byte line that holds p (no register, no wait).
+__device__ __forceinline__ void prefetch_l2(const void* p) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
 // A gathered candidate: its key in the low word (never 0: every gathered key
 // is above the threshold), its position in the high one, stored and read as
 // one 8-byte word so that a reader that sees the key sees its position.
@@ -135,7 +145,7 @@ __device__ __forceinline__ void store_candidate(unsigned long long* p, u32 key, 
 __device__ __forceinline__ unsigned long long await_candidate(const unsigned long long* p) {
   unsigned long long v;
   do {
-    asm volatile("ld.relaxed.gpu.global.b64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    v = load_relaxed64(p);
   } while (static_cast<u32>(v) == 0u);
   return v;
 }
@@ -190,6 +200,13 @@ __device__ __forceinline__ void grid_meet_find(unsigned long long* row_hist, con
 // TOPK_GRID_EAGER_CTAS=N).
 #ifndef TOPK_GRID_EAGER_CTAS
 #define TOPK_GRID_EAGER_CTAS 32
+#endif
+// The row's counter, histogram and tally lines asked into L2 at launch,
+// one line a CTA (the first lines' CTAs), so that the first atomics on them
+// do not wait on memory when an earlier kernel evicted them (0: none;
+// development A/B, topk-probe --define TOPK_GRID_WS_PREFETCH=0).
+#ifndef TOPK_GRID_WS_PREFETCH
+#define TOPK_GRID_WS_PREFETCH 1
 #endif
 
 // Deterministic mode, one warp after every CTA of the row has written its
@@ -497,8 +514,7 @@ __device__ __forceinline__ void grid_meet_find(unsigned long long* row_hist, con
       if (!eager) {
         // Many CTAs: lane 0 alone waits for the tally's last CTA first.
         if (lane == 0)
-          while (static_cast<u32>(*reinterpret_cast<const volatile unsigned long long*>(row_hist + kTallyWord) >>
-                                  32) != G) {
+          while (static_cast<u32>(load_relaxed64(row_hist + kTallyWord) >> 32) != G) {
           }
         __syncwarp();
       }
@@ -618,6 +634,16 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
   u32* tie_cnt = rec_hist + kBins * kRecoveryHists;  // kMaxCtas words
   // 16-byte aligned: the workspace is, and so is every row (row_words).
   unsigned long long* cand = reinterpret_cast<unsigned long long*>(ws + kRowWords);
+#if TOPK_GRID_WS_PREFETCH
+  {
+    // The lines from the counters to the tally: 8 words and 2 kHistWords.
+    constexpr int kHotBytes = 4 * (8 + 2 * kHistWords);
+    const unsigned long long first = reinterpret_cast<unsigned long long>(ws) & ~127ull;
+    const int lines = static_cast<int>((reinterpret_cast<unsigned long long>(ws) + kHotBytes - first + 127) / 128);
+    if (threadIdx.x == P::kBlock - 1)
+      for (int l = part; l < lines; l += G) prefetch_l2(reinterpret_cast<const void*>(first + 128ull * l));
+  }
+#endif
   const int lane = threadIdx.x & 31;
   if (threadIdx.x == 0) sh[3] = 0, sh[12] = 0, sh[14] = 0;
   hist2.clear();  // before the first barrier
