@@ -64,6 +64,10 @@ const std::vector<ParamSpec>& Specs() {
        "rows per CTA (not in cluster mode), each row a group of block_threads / rows threads with its own candidate "
        "list (short rows, many of them)",
        {1, 2, 4, 8}, true, 1},
+      {"ctas", "o",
+       "one CTA per row: CTAs an SM the kernel is compiled to hold (its registers capped at 65536 / (block_threads x "
+       "ctas)); 2 lets two 512-thread rows share an SM where the rows outnumber the SMs",
+       {1, 2}, true, 1},
   };
   return specs;
 }
@@ -94,6 +98,12 @@ class Filter final : public Family {
                                 " a row; the filter family needs at least 64, a multiple of 32");
     if (c.rows > 1 && c.cluster > 1)
       return Broken("rows", "several rows per CTA apply to one CTA per row, got cluster " + std::to_string(c.cluster));
+    if (c.ctas != 1 && c.ctas != 2) return Broken("ctas", "ctas must be 1 or 2 per SM, got " + std::to_string(c.ctas));
+    if (c.ctas > 1 && (c.cluster > 1 || c.rows > 1 || c.block_threads * c.ctas > 1024))
+      return Broken("ctas", std::to_string(c.ctas) + " CTAs an SM apply to one CTA per row and one row per CTA of at "
+                            "most " + std::to_string(1024 / c.ctas) + " threads, got block_threads " +
+                            std::to_string(c.block_threads) + ", cluster " + std::to_string(c.cluster) + ", rows " +
+                            std::to_string(c.rows));
     if (c.unroll < 1 || c.unroll > 4)
       return Broken("unroll", "unroll must be 1, 2, 3 or 4, got " + std::to_string(c.unroll));
     if (c.radix_bits != 8 && c.radix_bits != 11)
@@ -162,6 +172,10 @@ class Filter final : public Family {
     if (smem > arch.max_smem_optin)
       return Broken("smem", "shared memory " + std::to_string(smem) + " B exceeds " + arch.Name() + "'s " +
                                 std::to_string(arch.max_smem_optin) + " B per block");
+    if (c.ctas > 1 && c.ctas * smem > arch.max_smem_optin)
+      return Broken("ctas", std::to_string(c.ctas) + " CTAs of " + std::to_string(smem) +
+                                " B of shared memory do not fit one of " + arch.Name() + "'s SMs (" +
+                                std::to_string(arch.max_smem_optin) + " B; less slack, or ctas 1)");
     return Status::Ok();
   }
 
@@ -180,6 +194,18 @@ class Filter final : public Family {
             for (int g : {1, 0}) {
               FilterParams f{p.dtype, b, u, r, s};
               f.guess = g;
+              Config c = f.ToConfig();
+              if (Validate(c, arch).ok() && ValidateFor(c, arch, p).ok()) out.push_back(std::move(c));
+            }
+    // Two 512-thread CTAs an SM where the rows outnumber the SMs.
+    if (p.batch > arch.sm_count)
+      for (int u : Specs()[1].values)
+        for (int r : Specs()[2].values)
+          for (int s : Specs()[3].values)
+            for (int g : {1, 0}) {
+              FilterParams f{p.dtype, 512, u, r, s};
+              f.guess = g;
+              f.ctas = 2;
               Config c = f.ToConfig();
               if (Validate(c, arch).ok() && ValidateFor(c, arch, p).ok()) out.push_back(std::move(c));
             }
@@ -230,6 +256,14 @@ class Filter final : public Family {
           Config c = FilterParams{dtype, b, u, r, 1}.ToConfig();
           if (Validate(c, arch).ok()) out.push_back(std::move(c));
         }
+    // Two 512-thread CTAs an SM.
+    for (int u : Specs()[1].values)
+      for (int r : Specs()[2].values) {
+        FilterParams f{dtype, 512, u, r, 1};
+        f.ctas = 2;
+        Config c = f.ToConfig();
+        if (Validate(c, arch).ok()) out.push_back(std::move(c));
+      }
     // Several rows per CTA (one 16-byte load per thread a step).
     for (const auto& [b, w] : kMultiRowShapes)
       for (int r : Specs()[2].values) {
@@ -282,10 +316,16 @@ class Filter final : public Family {
     if (p.dtype != DType::kF32) {
       f.block_threads = 1024, f.unroll = 1, f.radix_bits = 8, f.slack = 1;
     } else if (p.batch >= arch.sm_count && (p.n <= 65536 ? p.k <= 2048 : p.n <= 131072 && p.k <= 1024)) {
-      // Two 256-thread CTAs a SM: one's guess and cuts overlap the other's
-      // read. Past that the list of 4096 keys cuts too often (256 x 131072
-      // k2048: 204 us against 70.5 for 1024 threads).
-      f.block_threads = 256, f.unroll = 2, f.radix_bits = 8, f.slack = 2;
+      // Two 512-thread CTAs an SM (registers capped at 64): 1024 threads'
+      // loads in flight on each SM, where two 256-thread CTAs had 512 (H100,
+      // rotated rows, us: 256 x 128256 k1024 logits 59.0 against 63.1 for
+      // `b256_u2_r8_s2`, 16 values 55.4 against 61.6; 256 x 65536 k2048 37.3
+      // against 93.3; 160 x 131072 k512 44.9 against 52.7; 1024 x 16384 k1024
+      // 54.6 against 56.0; docs/PERFORMANCE.md "Two CTAs of 512 threads an
+      // SM"). Past that (256 x 131072 k2048: 204 us against 70.5 for 1024
+      // threads, with 256) the list cuts too often.
+      f.block_threads = 512, f.unroll = 2, f.radix_bits = 8, f.slack = 1;
+      f.ctas = 2;
     } else if (p.n <= 32768) {
       f.block_threads = 512, f.unroll = 2, f.radix_bits = 11, f.slack = 2;
     } else {
@@ -312,6 +352,7 @@ class Filter final : public Family {
     s << "filter_" << DTypeName(c.dtype) << "_b" << c.block_threads << "_u" << c.unroll << "_r" << c.radix_bits;
     if (c.cluster > 1) s << "_cN";
     if (c.rows > 1) s << "_w" << c.rows;
+    if (c.ctas > 1) s << "_o" << c.ctas;
     return s.str();
   }
 
@@ -320,7 +361,8 @@ class Filter final : public Family {
     std::ostringstream pol;
     pol << "topk::filter::Policy<" << static_cast<int>(c.dtype) << ", " << c.block_threads << ", " << c.unroll << ", "
         << c.radix_bits;
-    if (c.rows > 1) pol << ", " << c.rows;
+    if (c.rows > 1 || c.ctas > 1) pol << ", " << c.rows;
+    if (c.ctas > 1) pol << ", " << c.ctas;
     pol << ">";
     KernelSource s;
     s.key = KernelKey(cfg);
@@ -382,6 +424,7 @@ FilterParams FilterParams::Of(const Config& c) {
   f.recovery = c.Get("recovery");
   f.guess = c.Get("guess");
   f.rows = c.Get("rows");
+  f.ctas = c.Get("ctas");
   return f;
 }
 
@@ -391,7 +434,8 @@ Config FilterParams::ToConfig() const {
   c.dtype = dtype;
   c.params = {{"block_threads", block_threads}, {"unroll", unroll}, {"radix_bits", radix_bits}, {"slack", slack},
               {"cluster", cluster},            {"sample", sample}, {"margin", margin},
-              {"recovery", recovery},          {"guess", guess},   {"rows", rows}};
+              {"recovery", recovery},          {"guess", guess},   {"rows", rows},
+              {"ctas", ctas}};
   return c;
 }
 

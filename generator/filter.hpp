@@ -34,6 +34,9 @@ struct FilterParams {
   // Not in cluster mode: rows per CTA, each served by a group of
   // block_threads / rows threads with its own list (short rows, many of them).
   int rows = 1;             // [code]
+  // One CTA per row: CTAs an SM the kernel is compiled to hold (1 or 2; 2
+  // caps the registers so that two 512-thread CTAs share an SM).
+  int ctas = 1;             // [code]
 
   static FilterParams Of(const Config& c);
   Config ToConfig() const;

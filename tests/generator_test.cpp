@@ -767,8 +767,13 @@ TEST(FilterFamilyTest, ConstraintsEnumerationAndPlan) {
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 128, 131072, 2048), arch), filter_default(DType::kF32, 1024, 2, 11, 1));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 64, 32768, 2048), arch), filter_default(DType::kF32, 512, 2, 11, 2));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 16, 16384, 8), arch), filter_default(DType::kF32, 512, 2, 11, 2));
-  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 256, 65536, 2048), arch), filter_default(DType::kF32, 256, 2, 8, 2));
-  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 256, 131072, 1024), arch), filter_default(DType::kF32, 256, 2, 8, 2));
+  // Rows that outnumber the SMs: two 512-thread CTAs an SM.
+  FilterParams two = FilterParams{DType::kF32, 512, 2, 8, 1};
+  two.guess = 1;
+  two.ctas = 2;
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 256, 65536, 2048), arch), Config(two));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 256, 131072, 1024), arch), Config(two));
+  EXPECT_EQ(Config(two).Id(), "filter_f32_b512_u2_r8_s1_g1_o2");
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 256, 131072, 2048), arch), filter_default(DType::kF32, 1024, 2, 11, 1));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 256, 131073, 8), arch), filter_default(DType::kF32, 1024, 2, 11, 1));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 131, 32768, 8), arch), filter_default(DType::kF32, 512, 2, 11, 2));
@@ -790,6 +795,52 @@ TEST(FilterFamilyTest, ConstraintsEnumerationAndPlan) {
   const KernelSource src = GenerateSource(c);
   EXPECT_EQ(src.name_expression, "topk::filter_kernel<topk::filter::Policy<0, 512, 2, 11>>");
   EXPECT_NE(src.text.find("#include \"topk/filter/filter_select.cuh\""), std::string::npos);
+}
+
+// Two CTAs an SM: the knob is code (its own binary, a launch bound in the
+// source), applies to one row per CTA of at most 512 threads whose two
+// CTAs' shared memory fits an SM, and is enumerated only where the rows
+// outnumber the SMs.
+TEST(FilterFamilyTest, TwoCtasAnSm) {
+  const Arch arch = Arch::Sm90();
+  FilterParams c{DType::kF32, 512, 2, 8, 1};
+  c.ctas = 2;
+  EXPECT_EQ(Config(c).Id(), "filter_f32_b512_u2_r8_s1_o2");
+  EXPECT_EQ(Config(c).KernelKey(), "filter_f32_b512_u2_r8_o2");
+  ASSERT_TRUE(Config::FromId("filter_f32_b512_u2_r8_s1_g1_o2").ok());
+  EXPECT_EQ(FilterParams::Of(*Config::FromId("filter_f32_b512_u2_r8_s1_g1_o2")).ctas, 2);
+  const KernelSource src = GenerateSource(c);
+  EXPECT_EQ(src.name_expression, "topk::filter_kernel<topk::filter::Policy<0, 512, 2, 8, 1, 2>>");
+  EXPECT_TRUE(ValidateFor(c, arch, Prob(DType::kF32, 256, 128256, 1024)).ok());
+  auto broken = [&](auto f) {
+    FilterParams x = c;
+    f(x);
+    return Validate(x, arch).where();
+  };
+  EXPECT_EQ(broken([](FilterParams& x) { x.ctas = 3; }), "constraint ctas");
+  EXPECT_EQ(broken([](FilterParams& x) { x.ctas = 0; }), "constraint ctas");
+  EXPECT_EQ(broken([](FilterParams& x) { x.block_threads = 1024; }), "constraint ctas");
+  EXPECT_EQ(broken([](FilterParams& x) { x.block_threads = 256, x.rows = 2; }), "constraint ctas");
+  EXPECT_EQ(broken([](FilterParams& x) { x.cluster = 2; }), "constraint ctas");
+  EXPECT_EQ(broken([](FilterParams& x) { x.block_threads = 256; }), "");
+  // Two CTAs' shared memory past what an SM holds.
+  Arch small = arch;
+  small.max_smem_optin = 96 * 1024;
+  EXPECT_EQ(ValidateFor(c, small, Prob(DType::kF32, 256, 128256, 2048)).where(), "constraint ctas");
+  EXPECT_TRUE(ValidateFor(c, small, Prob(DType::kF32, 256, 128256, 64)).ok());
+  // Enumerated where the rows outnumber the SMs, not below.
+  SpaceOptions only;
+  only.families = {"filter"};
+  auto count_two = [&](int64_t batch) {
+    int n = 0;
+    for (const Config& x : Enumerate(Prob(DType::kF32, batch, 131072, 1024), arch, only)) n += x.Get("ctas") == 2;
+    return n;
+  };
+  EXPECT_EQ(count_two(arch.sm_count), 0);
+  EXPECT_GT(count_two(arch.sm_count + 1), 0);
+  bool kernel = false;
+  for (const Config& x : EnumerateKernels(DType::kBF16, arch)) kernel |= x.KernelKey() == "filter_bf16_b512_u1_r11_o2";
+  EXPECT_TRUE(kernel);
 }
 
 // The filter family's cluster mode: ids (one-CTA ids unchanged), the one

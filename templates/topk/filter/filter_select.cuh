@@ -92,11 +92,15 @@ namespace filter {
 // (TopkArgs::buffer); the host checks k + kTile <= capacity <= kMaxItems *
 // kGroup. ROWS rows per CTA (one CTA per row only): each row a group of
 // BLOCK / ROWS threads with its own list, histogram and named barrier.
-template <int DTYPE, int BLOCK, int UNROLL, int RADIX, int ROWS = 1>
+// CTAS: CTAs an SM the one-CTA kernel is compiled to hold (2 caps a
+// 512-thread kernel at 64 registers, so that two rows share an SM).
+template <int DTYPE, int BLOCK, int UNROLL, int RADIX, int ROWS = 1, int CTAS = 1>
 struct Policy {
   static constexpr int kDtype = DTYPE;
   static constexpr int kBlock = BLOCK;
   static constexpr int kRows = ROWS;
+  // CTAs an SM the kernel is compiled to hold (__launch_bounds__).
+  static constexpr int kCtas = CTAS;
   static constexpr int kGroup = BLOCK / ROWS;  // threads per row
   static constexpr int kUnroll = UNROLL;     // 16-byte loads per thread per tile
   static constexpr int kRadix = RADIX;      // digit width of the in-list select
@@ -113,6 +117,7 @@ struct Policy {
   // Named barriers 1..ROWS (0 is the CTA's).
   static_assert(ROWS >= 1 && ROWS <= 8 && BLOCK % ROWS == 0 && kGroup % 32 == 0 && kGroup >= 64, "rows per CTA");
   static_assert(RADIX == 8 || RADIX == 11, "digit width");
+  static_assert(CTAS >= 1 && BLOCK * CTAS <= 2048, "CTAs an SM");
 };
 
 // Dynamic shared memory of a launch with `capacity` candidates (the host
@@ -885,7 +890,7 @@ struct RowFilter {
 }  // namespace filter
 
 template <class P>
-__global__ void __launch_bounds__(P::kBlock, 1) filter_kernel(TopkArgs a) {
+__global__ void __launch_bounds__(P::kBlock, P::kCtas) filter_kernel(TopkArgs a) {
   await_prior_grids();
   extern __shared__ __align__(16) unsigned char filter_smem[];
   __shared__ filter::Control control[P::kRows];
