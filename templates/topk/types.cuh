@@ -104,6 +104,34 @@ __device__ __forceinline__ bool rank_bin(const u32 (&c)[8], u32 lane, u32 need, 
   return true;
 }
 
+// The keys v of lanes 0..n-1 of a warp (n <= 32), each ranked among them:
+// how many are greater than the lane's, equal to it, and equal to it at a
+// lower lane. Every lane of the warp calls it with the same n; the counts of
+// lanes at or past n are not meaningful. kRolled keeps the loop rolled (the
+// filter kernels' registers); otherwise the compiler unrolls it, so that
+// several shuffles are in flight at once.
+struct WarpRank {
+  u32 above, equal, equal_before;
+};
+template <bool kRolled = false>
+__device__ __forceinline__ WarpRank warp_rank(u32 v, u32 n) {
+  const u32 lane = lane_id();
+  WarpRank r{0u, 0u, 0u};
+  auto take = [&](u32 j) {
+    const u32 o = __shfl_sync(kFullMask, v, static_cast<int>(j));
+    r.above += o > v ? 1u : 0u;
+    r.equal += o == v ? 1u : 0u;
+    r.equal_before += o == v && j < lane ? 1u : 0u;
+  };
+  if constexpr (kRolled) {
+#pragma unroll 1
+    for (u32 j = 0; j < n; ++j) take(j);
+  } else {
+    for (u32 j = 0; j < n; ++j) take(j);
+  }
+  return r;
+}
+
 template <int A, int B>
 struct Max {
   static constexpr int value = A > B ? A : B;

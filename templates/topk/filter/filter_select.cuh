@@ -269,18 +269,12 @@ __device__ u32 select_rank_span(const u32 (&key)[N], int count, u32 rank, u32 lo
       sync.bar();
       const u32 lane = lane_id(), n = r.count;
       const u32 v = lane < n ? hist[lane] : 0u;
-      u32 above = 0, equal = 0;
-#pragma unroll 1
-      for (u32 m = 0; m < n; ++m) {
-        const u32 u = __shfl_sync(kFullMask, v, static_cast<int>(m));
-        above += u > v ? 1u : 0u;
-        equal += u == v ? 1u : 0u;
-      }
+      const WarpRank w = warp_rank<true>(v, n);
       // The bin holds the rank: exactly the keys t with above(t) < need <=
       // above(t) + equal(t), all equal to the need-th largest of the bin.
-      const u32 hit = __ballot_sync(kFullMask, lane < n && above < need && need <= above + equal);
+      const u32 hit = __ballot_sync(kFullMask, lane < n && w.above < need && need <= w.above + w.equal);
       const int src = __ffs(static_cast<int>(hit)) - 1;
-      *need_out = need - __shfl_sync(kFullMask, above, src);
+      *need_out = need - __shfl_sync(kFullMask, w.above, src);
       return __shfl_sync(kFullMask, v, src);
     }
   }

@@ -344,15 +344,10 @@ __device__ u32 select_digits(const ForEach& for_each, int bits, u32 rank, const 
       if (threadIdx.x < 32) {
         const int lane = threadIdx.x;
         const u32 v = lane < static_cast<int>(in_bin) ? list[lane] : 0u;
-        u32 gt = 0, before = 0;
-        for (int j = 0; j < static_cast<int>(in_bin); ++j) {
-          const u32 o = __shfl_sync(kFullMask, v, j);
-          gt += o > v;
-          before += o == v && j < lane;
-        }
+        const WarpRank w = warp_rank(v, in_bin);
         const u32 r = sh[0];
         __syncwarp();  // every lane has read sh[0] before one lane writes it
-        if (lane < static_cast<int>(in_bin) && gt + before + 1 == r) sh[1] = v, sh[0] = r - gt;
+        if (lane < static_cast<int>(in_bin) && w.above + w.equal_before + 1 == r) sh[1] = v, sh[0] = r - w.above;
       }
       __syncthreads();
       const u32 res = sh[1];

@@ -124,15 +124,10 @@ __device__ __forceinline__ u32 small_bin_rank(KeyOf keyof, Take take, Group* g, 
   if (t < 32) {
     const u32 lane = lane_id(), n = g->nlist, need = *need_io;
     const u32 v = lane < n ? list[lane] : 0u;
-    u32 gt = 0, eq = 0;
-    for (u32 j = 0; j < n; ++j) {
-      const u32 o = __shfl_sync(kFullMask, v, static_cast<int>(j));
-      gt += o > v;
-      eq += o == v;
-    }
+    const WarpRank w = warp_rank(v, n);
     // Every lane holding the key qualifies; the lowest one writes.
-    const u32 m = __ballot_sync(kFullMask, lane < n && gt < need && need <= gt + eq);
-    if (m != 0 && lane == static_cast<u32>(__ffs(m) - 1)) g->prefix = v, g->need = need - gt, g->in_bin = eq;
+    const u32 m = __ballot_sync(kFullMask, lane < n && w.above < need && need <= w.above + w.equal);
+    if (m != 0 && lane == static_cast<u32>(__ffs(m) - 1)) g->prefix = v, g->need = need - w.above, g->in_bin = w.equal;
     if (lane == 0) g->nlist = 0;  // every lane has read it (the shuffles above)
   }
   group_sync<P>(gid);
