@@ -765,7 +765,9 @@ TEST(FilterFamilyTest, ConstraintsEnumerationAndPlan) {
     return f.ToConfig();
   };
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 128, 131072, 2048), arch), filter_default(DType::kF32, 1024, 2, 11, 1));
-  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 64, 32768, 2048), arch), filter_default(DType::kF32, 512, 2, 11, 2));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 64, 32768, 2048), arch), filter_default(DType::kF32, 1024, 2, 11, 1));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 64, 32767, 2048), arch), filter_default(DType::kF32, 512, 2, 11, 2));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 64, 32768, 511), arch), filter_default(DType::kF32, 512, 2, 11, 2));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 16, 16384, 8), arch), filter_default(DType::kF32, 512, 2, 11, 2));
   // Rows that outnumber the SMs: two 512-thread CTAs an SM.
   FilterParams two = FilterParams{DType::kF32, 512, 2, 8, 1};
