@@ -46,6 +46,14 @@ Problem Prob(DType dt, int64_t batch, int64_t n, int64_t k) {
   return p;
 }
 
+// Where Validate finds `p` broken once f has changed a copy of it ("" when
+// it still validates).
+template <class Params, class F>
+std::string BrokenWhere(Params p, const Arch& arch, F f) {
+  f(p);
+  return Validate(p, arch).where();
+}
+
 TEST(ConfigTest, IdNamesEveryParameterAndRoundTrips) {
   const Config c = Block();
   EXPECT_EQ(c.Id(), "radix_f32_b512_r11_h0_s4096_c8_t1_m1");
@@ -709,11 +717,7 @@ TEST(FilterFamilyTest, ConstraintsEnumerationAndPlan) {
   // k + a step beyond what the threads hold.
   EXPECT_NE(ValidateFor(c, arch, Prob(DType::kF32, 64, 32768, 5000)).where().find("constraint capacity"),
             std::string::npos);
-  auto broken = [&](auto f) {
-    FilterParams x = c;
-    f(x);
-    return Validate(x, arch).where();
-  };
+  auto broken = [&](auto f) { return BrokenWhere<FilterParams>(c, arch, f); };
   EXPECT_EQ(broken([](FilterParams& x) { x.radix_bits = 9; }), "constraint radix");
   EXPECT_EQ(broken([](FilterParams& x) { x.unroll = 5; }), "constraint unroll");
   EXPECT_EQ(broken([](FilterParams& x) { x.slack = 0; }), "constraint slack");
@@ -814,11 +818,7 @@ TEST(FilterFamilyTest, TwoCtasAnSm) {
   const KernelSource src = GenerateSource(c);
   EXPECT_EQ(src.name_expression, "topk::filter_kernel<topk::filter::Policy<0, 512, 2, 8, 1, 2>>");
   EXPECT_TRUE(ValidateFor(c, arch, Prob(DType::kF32, 256, 128256, 1024)).ok());
-  auto broken = [&](auto f) {
-    FilterParams x = c;
-    f(x);
-    return Validate(x, arch).where();
-  };
+  auto broken = [&](auto f) { return BrokenWhere<FilterParams>(c, arch, f); };
   EXPECT_EQ(broken([](FilterParams& x) { x.ctas = 3; }), "constraint ctas");
   EXPECT_EQ(broken([](FilterParams& x) { x.ctas = 0; }), "constraint ctas");
   EXPECT_EQ(broken([](FilterParams& x) { x.block_threads = 1024; }), "constraint ctas");
@@ -870,11 +870,7 @@ TEST(FilterFamilyTest, ClusterModeIdsConstraintsAndPlan) {
   EXPECT_EQ(FilterParams::Of(*one).cluster, 1);
   EXPECT_EQ(Config(FilterParams::Of(*one)).Id(), "filter_f32_b512_u2_r11_s2");
 
-  auto broken = [&](auto f) {
-    FilterParams x = c;
-    f(x);
-    return Validate(x, arch).where();
-  };
+  auto broken = [&](auto f) { return BrokenWhere<FilterParams>(c, arch, f); };
   EXPECT_EQ(broken([](FilterParams& x) { x.cluster = 3; }), "constraint cluster");
   EXPECT_EQ(broken([](FilterParams& x) { x.cluster = 32; }), "constraint cluster");
   EXPECT_EQ(broken([](FilterParams& x) { x.cluster = 1, x.sample = 128; }), "constraint cluster");
@@ -970,11 +966,7 @@ TEST(FilterFamilyTest, SeveralRowsPerCta) {
   EXPECT_TRUE(ValidateFor(c, arch, Prob(DType::kF32, 4096, 1024, 32)).ok());
   // k plus a step beyond what a group of 128 holds (2048).
   EXPECT_EQ(ValidateFor(c, arch, Prob(DType::kF32, 4096, 4096, 1600)).where(), "constraint capacity");
-  auto broken = [&](auto f) {
-    FilterParams x = c;
-    f(x);
-    return Validate(x, arch).where();
-  };
+  auto broken = [&](auto f) { return BrokenWhere<FilterParams>(c, arch, f); };
   EXPECT_EQ(broken([](FilterParams& x) { x.rows = 3; }), "constraint rows");
   EXPECT_EQ(broken([](FilterParams& x) { x.rows = 16; }), "constraint rows");
   EXPECT_EQ(broken([](FilterParams& x) { x.rows = 0; }), "constraint rows");
@@ -1130,11 +1122,7 @@ TEST(ResidentFamilyTest, ConstraintsEnumerationAndPlan) {
   EXPECT_EQ(c.max_row(), 4096);
   EXPECT_TRUE(ValidateFor(c, arch, Prob(DType::kF32, 64, 4096, 128)).ok());
   EXPECT_EQ(ValidateFor(c, arch, Prob(DType::kF32, 64, 4097, 128)).where(), "constraint items");
-  auto broken = [&](auto f) {
-    ResidentParams x = c;
-    f(x);
-    return Validate(x, arch).where();
-  };
+  auto broken = [&](auto f) { return BrokenWhere<ResidentParams>(c, arch, f); };
   EXPECT_EQ(broken([](ResidentParams& x) { x.group_threads = 48; }), "constraint group");
   EXPECT_EQ(broken([](ResidentParams& x) { x.group_threads = 2048; }), "constraint group");
   EXPECT_EQ(broken([](ResidentParams& x) { x.block_threads = 768, x.group_threads = 512; }), "constraint group");
@@ -1254,11 +1242,7 @@ TEST(ResidentFamilyTest, ConstraintsEnumerationAndPlan) {
   EXPECT_EQ(cl.capacity(), 131072);
   EXPECT_TRUE(ValidateFor(cl, arch, Prob(DType::kF32, 1, 131072, 2048)).ok());
   EXPECT_EQ(ValidateFor(cl, arch, Prob(DType::kF32, 1, 131073, 2048)).where(), "constraint items");
-  auto broken_cl = [&](auto f) {
-    ResidentParams x = cl;
-    f(x);
-    return Validate(x, arch).where();
-  };
+  auto broken_cl = [&](auto f) { return BrokenWhere<ResidentParams>(cl, arch, f); };
   EXPECT_EQ(broken_cl([](ResidentParams& x) { x.cluster = 3; }), "constraint cluster");
   EXPECT_EQ(broken_cl([](ResidentParams& x) { x.cluster = 32; }), "constraint cluster");
   EXPECT_EQ(broken_cl([](ResidentParams& x) { x.group_threads = 512; }), "constraint cluster");
@@ -1308,11 +1292,7 @@ TEST(ResidentFamilyTest, ConstraintsEnumerationAndPlan) {
   EXPECT_EQ(PlanLaunch(sh, Prob(DType::kF32, 1, 524288, 2048), arch).stages.at(0).smem_bytes, 1024 * 16 * 4);
   EXPECT_EQ(GenerateSource(sh).name_expression,
             "topk::resident_cluster_kernel<topk::resident::Policy<0, 1024, 1024, 16, 16>>");
-  auto broken_sh = [&](auto f) {
-    ResidentParams x = sh;
-    f(x);
-    return Validate(x, arch).where();
-  };
+  auto broken_sh = [&](auto f) { return BrokenWhere<ResidentParams>(sh, arch, f); };
   EXPECT_EQ(broken_sh([](ResidentParams& x) { x.shared = -1; }), "constraint shared");
   EXPECT_EQ(broken_sh([](ResidentParams& x) { x.shared = 65; }), "constraint shared");
   EXPECT_EQ(broken_sh([](ResidentParams& x) { x.shared = 64; }), "constraint shared");  // 256 KB: past the opt-in
@@ -1428,11 +1408,7 @@ TEST(GridFamilyTest, ConstraintsEnumerationDefaultAndPlan) {
   EXPECT_EQ(Config(g).Id(), "grid_f32_b256_i4_g128_s256_c4096");
   EXPECT_EQ(Config(g).KernelKey(), "grid_f32_b256_i4");
   EXPECT_TRUE(Validate(g, arch).ok());
-  auto broken = [&](auto f) {
-    GridParams x = g;
-    f(x);
-    return Validate(x, arch).where();
-  };
+  auto broken = [&](auto f) { return BrokenWhere<GridParams>(g, arch, f); };
   EXPECT_EQ(broken([](GridParams& x) { x.block_threads = 32; }), "constraint block");
   EXPECT_EQ(broken([](GridParams& x) { x.block_threads = 2048; }), "constraint block");
   EXPECT_EQ(broken([](GridParams& x) { x.items = 0; }), "constraint items");
