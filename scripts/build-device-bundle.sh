@@ -17,7 +17,7 @@ if [[ -n "${TOPK_BUNDLE_FROM:-}" ]]; then
   rm -rf "$B/bin" "$B/lib"
   mkdir -p "$B/bin" "$B/lib"
   for t in gpu_kernels_test gpu_tuner_test gpu_c_api_test topk-tune topk-tune-worker topk-probe topk-bench \
-           topk-runtime-cost topk-first-call; do
+           topk-runtime-cost topk-first-call topk-stream-ceiling; do
     [[ -x "$from/bin/$t" ]] && cp "$from/bin/$t" "$B/bin/"
   done
   cp -P "$from"/lib/libtopk.so* "$B/lib/"
@@ -25,8 +25,8 @@ else
   cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DTOPK_BUILD_BENCH=ON >/dev/null
   targets=(gpu_kernels_test topk-tune-worker topk-probe topk)
   help=$(cmake --build "$B" --target help)  # not piped into grep -q: pipefail + SIGPIPE
-  for t in topk-tune topk-bench topk-runtime-cost topk-first-call gpu_tuner_test gpu_runtime_test \
-           gpu_c_api_test; do
+  for t in topk-tune topk-bench topk-runtime-cost topk-first-call topk-stream-ceiling gpu_tuner_test \
+           gpu_runtime_test gpu_c_api_test; do
     if grep -qx "\.\.\. $t" <<<"$help"; then targets+=("$t"); fi
   done
   cmake --build "$B" -j"$(nproc)" --target "${targets[@]}"
