@@ -631,10 +631,10 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
   unsigned long long* cand = reinterpret_cast<unsigned long long*>(ws + kRowWords);
 #if TOPK_GRID_WS_PREFETCH
   {
-    // The lines from the counters to the tally: 8 words and 2 kHistWords.
-    constexpr int kHotBytes = 4 * (8 + 2 * kHistWords);
+    // The lines from the counters to the tally (up to the recovery's
+    // histograms).
     const unsigned long long first = reinterpret_cast<unsigned long long>(ws) & ~127ull;
-    const int lines = static_cast<int>((reinterpret_cast<unsigned long long>(ws) + kHotBytes - first + 127) / 128);
+    const int lines = static_cast<int>((reinterpret_cast<unsigned long long>(rec_hist) - first + 127) / 128);
     if (threadIdx.x == P::kBlock - 1)
       for (int l = part; l < lines; l += G) prefetch_l2(reinterpret_cast<const void*>(first + 128ull * l));
   }
