@@ -22,6 +22,12 @@ int RowsSmem(int hist_bytes, int capacity, int rows) {
   return rows == 1 ? one : rows * ((one + 15) / 16 * 16);
 }
 
+// Two 512-thread CTAs an SM: the 16-byte loads a thread a step enumerated
+// (the `unroll` spec's values and 3, which the default takes on rows past
+// 65536; the step of 512 threads then still leaves room for k 2048 in a
+// list of 8192).
+constexpr int kTwoCtaUnrolls[] = {1, 2, 3};
+
 // Several rows per CTA: enumerated for rows up to this length, as (block,
 // rows) pairs that give each row 128 or 256 threads.
 constexpr int64_t kMultiRowLongestRow = 16384;
@@ -197,9 +203,10 @@ class Filter final : public Family {
               Config c = f.ToConfig();
               if (Validate(c, arch).ok() && ValidateFor(c, arch, p).ok()) out.push_back(std::move(c));
             }
-    // Two 512-thread CTAs an SM where the rows outnumber the SMs.
+    // Two 512-thread CTAs an SM where the rows outnumber the SMs, with up
+    // to three 16-byte loads a thread a step (kTwoCtaUnrolls).
     if (p.batch > arch.sm_count)
-      for (int u : Specs()[1].values)
+      for (int u : kTwoCtaUnrolls)
         for (int r : Specs()[2].values)
           for (int s : Specs()[3].values)
             for (int g : {1, 0}) {
@@ -257,7 +264,7 @@ class Filter final : public Family {
           if (Validate(c, arch).ok()) out.push_back(std::move(c));
         }
     // Two 512-thread CTAs an SM.
-    for (int u : Specs()[1].values)
+    for (int u : kTwoCtaUnrolls)
       for (int r : Specs()[2].values) {
         FilterParams f{dtype, 512, u, r, 1};
         f.ctas = 2;
@@ -324,7 +331,12 @@ class Filter final : public Family {
       // 54.6 against 56.0; docs/PERFORMANCE.md "Two CTAs of 512 threads an
       // SM"). Past that (256 x 131072 k2048: 204 us against 70.5 for 1024
       // threads, with 256) the list cuts too often.
-      f.block_threads = 512, f.unroll = 2, f.radix_bits = 8, f.slack = 1;
+      // Rows past 65536 take three 16-byte loads a thread a step (H200,
+      // rotated rows, us, against two: 256 x 128256 k1024 46.7-46.8 against
+      // 47.7-47.9 on normal rows, 44.4 against 45.6 on 16 values; rows of
+      // 65536 even, 32768 and 16384 2-5% slower; docs/PERFORMANCE.md,
+      // "Three loads a step").
+      f.block_threads = 512, f.unroll = p.n > 65536 ? 3 : 2, f.radix_bits = 8, f.slack = 1;
       f.ctas = 2;
     } else if (p.n < 32768 || (p.n == 32768 && p.k < 512)) {
       // Rows of 32768 with k from 512 take the 1024 threads below (H100,

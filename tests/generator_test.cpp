@@ -778,8 +778,13 @@ TEST(FilterFamilyTest, ConstraintsEnumerationAndPlan) {
   two.guess = 1;
   two.ctas = 2;
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 256, 65536, 2048), arch), Config(two));
-  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 256, 131072, 1024), arch), Config(two));
   EXPECT_EQ(Config(two).Id(), "filter_f32_b512_u2_r8_s1_g1_o2");
+  // Past 65536, three loads a thread a step.
+  FilterParams three = two;
+  three.unroll = 3;
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 256, 65537, 1024), arch), Config(three));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 256, 131072, 1024), arch), Config(three));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 256, 128256, 1024), arch).Id(), "filter_f32_b512_u3_r8_s1_g1_o2");
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 256, 131072, 2048), arch), filter_default(DType::kF32, 1024, 2, 11, 1));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 256, 131073, 8), arch), filter_default(DType::kF32, 1024, 2, 11, 1));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 131, 32768, 8), arch), filter_default(DType::kF32, 512, 2, 11, 2));
@@ -840,9 +845,17 @@ TEST(FilterFamilyTest, TwoCtasAnSm) {
   };
   EXPECT_EQ(count_two(arch.sm_count), 0);
   EXPECT_GT(count_two(arch.sm_count + 1), 0);
-  bool kernel = false;
+  bool kernel = false, three = false;
   for (const Config& x : EnumerateKernels(DType::kBF16, arch)) kernel |= x.KernelKey() == "filter_bf16_b512_u1_r11_o2";
+  for (const Config& x : EnumerateKernels(DType::kF32, arch)) three |= x.KernelKey() == "filter_f32_b512_u3_r8_o2";
   EXPECT_TRUE(kernel);
+  EXPECT_TRUE(three);
+  // Three loads a step are a two-CTA enumeration only: one CTA an SM keeps 1 and 2.
+  int u3_one = 0, u3_two = 0;
+  for (const Config& x : Enumerate(Prob(DType::kF32, arch.sm_count + 1, 131072, 1024), arch, only))
+    (x.Get("ctas") == 2 ? u3_two : u3_one) += x.Get("unroll") == 3;
+  EXPECT_EQ(u3_one, 0);
+  EXPECT_GT(u3_two, 0);
 }
 
 // The filter family's cluster mode: ids (one-CTA ids unchanged), the one

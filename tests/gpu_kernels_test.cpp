@@ -147,6 +147,11 @@ std::vector<CaseSpec> ResidentCases(int64_t m) {
       {4, m, k, Dist::kReversed, false},
       {6, m / 2 + 1, 10, Dist::kUniform},
       {301, m, 8, Dist::kShifted, true, false, true},
+      // k at most m / 32 on a row of normal + 100 (one CTA): the window
+      // over the keys' span, and on the longer rows its bin of more than
+      // 32 keys ranked by the passes below it, smallest and deterministic.
+      {9, m, m / 32, Dist::kShifted, true, true, true},
+      {9, m, m / 40, Dist::kShifted, false, false, false, false, true},
       // Deterministic mode in the kernel (the second search over the ties'
       // positions): the checker wants the lowest-index ties.
       {9, m, m / 3, Dist::kTiesAtK, true, false, true, false, true},

@@ -59,7 +59,7 @@ struct Policy {
 struct __align__(16) Group {
   u32 hist[3][256];
   u32 kmin, kmax;  // the extremes of the keys in the bin found by pass 1 (this CTA's)
-  u32 cmin, cmax;  // and the cluster's
+  u32 cmin, cmax;  // and the cluster's (cmin: in window_rank, one CTA, the group's least key)
   u32 prefix;  // the searched key's digits found so far
   u32 need;    // keys equal to the prefix (at the current depth) still to take
   u32 in_bin;  // keys equal to the prefix at the current depth
@@ -98,6 +98,12 @@ __device__ __forceinline__ void group_sync(int id) {
   }
 #else
 #define TOPK_RESIDENT_STOP(n) (void)0
+#endif
+
+// 0: window_rank's 16 bits whatever the keys' span (development A/B,
+// topk-probe --define TOPK_RESIDENT_SPAN_WINDOW=0).
+#ifndef TOPK_RESIDENT_SPAN_WINDOW
+#define TOPK_RESIDENT_SPAN_WINDOW 1
 #endif
 
 // A bin of the one-value check (find_rank, window_rank): at least this many
@@ -315,33 +321,58 @@ __device__ __forceinline__ u32 find_rank(KeyOf keyof, Take take, Group* g, u32* 
 // reduction and a shared atomic per warp), then one 256-bin histogram of the
 // keys' top 16 bits over the 256 values of those bits up to the largest's
 // (a normal row's top 1/32 lies within two binades of its largest key).
+// In a group of at most 8192 keys where every key lies within 2^23 of the
+// largest (the group's least key comes with its largest, in the same
+// barrier), the window narrows to the
+// keys' span: bits from `shift` = the span's width less 8 up, so that the
+// 256 bins cover the span (a row of normal + 100 lies within 2^20 keys,
+// where 16 bits put a few hundred keys in the k-th key's bin and two more
+// digit passes ran; with the span, a few, as on a normal row).
 // It uses hist[0] and clears hist[1], and sets *q = 1 (hist[1] the next
 // buffer; a digit pass after it, the third, starts from *q = 2). Returns
 // false when those bins hold fewer than *need keys. Otherwise *prefix_io
-// holds the key's top 16 bits (lower bits zero), *need_io the rank within
-// them, *lo_out 16 and *in_bin their count; or, when those keys are all one
-// value (a bin of at least 32 keys with empty bins beside it, checked as
-// find_rank does after its second pass), that value with *lo_out 0. One
-// group (C = 1); hist[0] zero and g->wmax 0 on entry, behind a group
-// barrier.
+// holds the key's bits from `shift` up (lower bits zero), *need_io the rank
+// within them, *lo_out `shift` (16 unless the span narrowed it) and *in_bin
+// their count; or, when those keys are all one value (a bin of at least 32
+// keys with empty bins beside it, checked as find_rank does after its
+// second pass), that value with *lo_out 0. One group (C = 1); hist[0] zero,
+// g->wmax 0 and g->cmin ~0 on entry, behind a group barrier.
 template <class P, class KeyOf, class Take>
 __device__ __forceinline__ bool window_rank(KeyOf keyof, Take take, Group* g, int gid, int t, int* q, u32* prefix_io,
                                             u32* need_io, int* lo_out, u32* in_bin) {
   constexpr int G = P::kGroup, I = P::kKeys;
   const u32 lane = lane_id();
-  u32 m = 0;
+  // The span's window for groups of at most 8192 keys: on longer rows a
+  // bin of the span held more than 32 keys of a shifted row, and the passes
+  // below it cost more than the 16-bit window's (H200, 16 x 16384 k512,
+  // shifted 13.05 -> 13.75 us, normal 11.72 -> 11.93).
+  constexpr bool kSpan = TOPK_RESIDENT_SPAN_WINDOW && G * I <= 8192;
+  u32 m = 0, mn = ~0u;
 #pragma unroll
   for (int j = 0; j < I; ++j)
-    if (take(j)) m = max(m, keyof(j));
+    if (take(j)) m = max(m, keyof(j)), mn = kSpan ? min(mn, keyof(j)) : mn;
   m = __reduce_max_sync(kFullMask, m);
   if (lane == 0 && m != 0) atomicMax(&g->wmax, m);
+  if constexpr (kSpan) {
+    mn = __reduce_min_sync(kFullMask, mn);
+    if (lane == 0 && mn != ~0u) atomicMin(&g->cmin, mn);  // the group's least key
+  }
   for (int b = t; b < P::kBins; b += G) g->hist[1][b] = 0;
   group_sync<P>(gid);
-  const u32 top = g->wmax >> 16;
+  const u32 wmax = g->wmax, wmin = g->cmin;
+  // 16, or the span's width less 8 where that is smaller (one more bit
+  // when the span's ends fall 256 bins apart), the same in every thread.
+  int shift = 16;
+  if (kSpan && wmin <= wmax && wmax - wmin < (1u << 23)) {
+    const int bits = 32 - __clz(wmax - wmin);
+    shift = bits > 8 ? bits - 8 : 0;
+    if ((wmax >> shift) - (wmin >> shift) > 255u) ++shift;
+  }
+  const u32 top = wmax >> shift;
   u32* h = g->hist[0];
 #pragma unroll
   for (int j = 0; j < I; ++j) {
-    const u32 d = top - (keyof(j) >> 16);
+    const u32 d = top - (keyof(j) >> shift);
     if (take(j) && d < 256u) atomicAdd(&h[255u - d], 1u);
   }
   group_sync<P>(gid);
@@ -354,7 +385,7 @@ __device__ __forceinline__ bool window_rank(KeyOf keyof, Take take, Group* g, in
     const u32 c[8] = {q1.w, q1.z, q1.y, q1.x, q0.w, q0.z, q0.y, q0.x};
     u32 bin, cnt, left;
     if (rank_bin(c, lane, need, &bin, &cnt, &left)) {  // at most one lane
-      g->prefix = (top - (255u - bin)) << 16;
+      g->prefix = (top - (255u - bin)) << shift;
       g->need = left;
       g->in_bin = cnt;
       g->lonely = cnt >= kHeavyBin && bin != 0u && (bin == 255u || h[bin + 1] == 0) && h[bin - 1] == 0;
@@ -368,14 +399,15 @@ __device__ __forceinline__ bool window_rank(KeyOf keyof, Take take, Group* g, in
   *need_io = g->need;
   *in_bin = cnt;
   *prefix_io = prefix;
-  *lo_out = 16;
+  *lo_out = shift;
   if (cnt != *need_io && g->lonely) {
     // A heavy bin with empty bins beside it: one value?
-    u32 mn = ~0u, mx = 0u;
+    u32 mx = 0u;
+    mn = ~0u;
 #pragma unroll
     for (int j = 0; j < I; ++j) {
       const u32 kj = keyof(j);
-      if (take(j) && (kj >> 16) == (prefix >> 16)) mn = min(mn, kj), mx = max(mx, kj);
+      if (take(j) && (kj >> shift) == (prefix >> shift)) mn = min(mn, kj), mx = max(mx, kj);
     }
     mn = __reduce_min_sync(kFullMask, mn);
     mx = __reduce_max_sync(kFullMask, mx);
@@ -461,7 +493,7 @@ __device__ void select_row(const TopkArgs& a, int rowi, int gid, int t, Group* g
     g->ties = 0;
   }
   for (int b = t; b < P::kBins; b += G) g->hist[0][b] = 0;
-  if (t == 0) g->kmin = ~0u, g->kmax = 0u, g->wmax = 0u, g->nlist = 0u;
+  if (t == 0) g->kmin = ~0u, g->kmax = 0u, g->cmin = ~0u, g->wmax = 0u, g->nlist = 0u;
   group_sync<P>(gid);
 
   // The k-th key, and in deterministic mode, when more keys equal it than
@@ -488,10 +520,27 @@ __device__ void select_row(const TopkArgs& a, int rowi, int gid, int t, Group* g
           // them, where two digit passes took four barriers (H100, 64 rows,
           // ranges: 4096 k128 4.67 -> 4.46 us, 8192 k256 7.29 -> 6.49,
           // 2048 k64 3.79 -> 3.60).
-          in_bin = small_bin_rank<P>(kv, valid, g, gid, t, g->hist[2], 16, &prefix, &need, &lo);
-        } else {
+          in_bin = small_bin_rank<P>(kv, valid, g, gid, t, g->hist[2], lo, &prefix, &need, &lo);
+        } else if (lo == 16) {
           q = 2;  // the third pass on hist[1]
           in_bin = find_rank<P, C, KB, true, 2>(kv, valid, g, part, gid, t, &q, &prefix, &need, &lo);
+        } else {
+          // A narrow span's bin of more keys, not one value: the digit
+          // passes over the bits below the window's, moved to the top of
+          // the key (the bin's keys only; the rank is the bin's, q = 1 and
+          // hist[1] clear), the one-value check's extremes reset once
+          // every thread has read them.
+          group_sync<P>(gid);
+          if (t == 0) g->kmin = ~0u, g->kmax = 0u;
+          const int up = 32 - lo;
+          const u32 bin = prefix >> lo;
+          u32 low = 0;
+          int low_lo = 0;
+          in_bin = find_rank<P, C, KB, true>([&](int j) { return kv(j) << up; },
+                                             [&](int j) { return valid(j) && (kv(j) >> lo) == bin; }, g, part, gid,
+                                             t, &q, &low, &need, &low_lo);
+          prefix |= low >> up;
+          lo = low_lo > up ? low_lo - up : 0;
         }
       }
     }
