@@ -335,7 +335,7 @@ class Filter final : public Family {
       // rotated rows, us, against two: 256 x 128256 k1024 46.7-46.8 against
       // 47.7-47.9 on normal rows, 44.4 against 45.6 on 16 values; rows of
       // 65536 even, 32768 and 16384 2-5% slower; docs/PERFORMANCE.md,
-      // "Three loads a step").
+      // "Three loads a step for two 512-thread CTAs an SM").
       f.block_threads = 512, f.unroll = p.n > 65536 ? 3 : 2, f.radix_bits = 8, f.slack = 1;
       f.ctas = 2;
     } else if (p.n < 32768 || (p.n == 32768 && p.k < 512)) {
