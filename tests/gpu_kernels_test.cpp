@@ -152,6 +152,10 @@ std::vector<CaseSpec> ResidentCases(int64_t m) {
       // 32 keys ranked by the passes below it, smallest and deterministic.
       {9, m, m / 32, Dist::kShifted, true, true, true},
       {9, m, m / 40, Dist::kShifted, false, false, false, false, true},
+      // A narrow span crowded at its top: the window's bin holds more than
+      // 32 distinct keys, which the passes below the window rank.
+      {9, m, m / 32, Dist::kDenseTop, true, true, true},
+      {9, m, m / 40, Dist::kDenseTop, true, false, false, false, true},
       // Deterministic mode in the kernel (the second search over the ties'
       // positions): the checker wants the lowest-index ties.
       {9, m, m / 3, Dist::kTiesAtK, true, false, true, false, true},

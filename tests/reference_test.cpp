@@ -160,6 +160,39 @@ INSTANTIATE_TEST_SUITE_P(AllDtypesAndDists, CheckerTest,
                          ::testing::Combine(::testing::Values(DType::kF32, DType::kF16, DType::kBF16),
                                             ::testing::ValuesIn(AllDists())));
 
+// dense_top is the input that sends the resident family's window over the
+// keys' span to the passes below it: every fp32 key within 2^23 of the
+// largest, the k-th key's bin of the 256 over that span (k = n / 32)
+// holding more than 32 distinct keys. ParseDist names every input.
+TEST(DistTest, DenseTopCrowdsTheTopOfANarrowSpan) {
+  HostMatrix m(DType::kF32, 1, 4096, 4096);
+  Fill(&m, Dist::kDenseTop, 7, 128);
+  std::vector<uint32_t> keys;
+  for (int64_t c = 0; c < 4096; ++c) {
+    const float v = m.get_float(0, c);
+    ASSERT_GT(v, 64.0f);
+    ASSERT_LE(v, 100.0f);
+    uint32_t bits;
+    std::memcpy(&bits, &v, 4);
+    keys.push_back(bits);  // positive floats: the bits order as the values
+  }
+  std::sort(keys.begin(), keys.end(), std::greater<uint32_t>());
+  const uint32_t span = keys.front() - keys.back();
+  ASSERT_LT(span, 1u << 23);
+  int bits = 0;
+  while ((span >> bits) != 0) ++bits;
+  const int shift = bits > 8 ? bits - 8 : 0;
+  const uint32_t bin = keys[127] >> shift;
+  std::vector<uint32_t> in_bin;
+  for (uint32_t k : keys)
+    if ((k >> shift) == bin) in_bin.push_back(k);
+  EXPECT_GT(std::unique(in_bin.begin(), in_bin.end()) - in_bin.begin(), 32);
+  for (Dist d : AllDists()) EXPECT_EQ(*ParseDist(DistName(d)), d);
+  const Status bad = ParseDist("nope").status();
+  EXPECT_NE(bad.message().find("dense_top"), std::string::npos) << bad.message();
+  EXPECT_NE(bad.message().find("distinct16"), std::string::npos) << bad.message();
+}
+
 TEST(CheckerTest, PaddingAndSortedOrder) {
   Problem p = Prob(DType::kF32, 1, 10, 15);
   p.values = true;

@@ -54,6 +54,7 @@ enum class Dist {
   kShifted,      // normal + 100: every key shares its top bits
   kPlateau,      // ReLU(normal - 0.52): about 70% exact zeros
   kDistinct16,   // 16 distinct values
+  kDenseTop,     // 100 + log(uniform): within a binade, densest at its top
 };
 const char* DistName(Dist d);
 StatusOr<Dist> ParseDist(const std::string& name);
