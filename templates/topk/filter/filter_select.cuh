@@ -41,7 +41,8 @@ namespace filter {
 // phase boundary N for phase timings; the output is then incomplete. One
 // CTA per row: 0 set up, 1 guess selected, 2 row streamed (the list's count known),
 // 4 the last cut's threshold found (nothing placed), 3 the last cut done (no
-// output written). Cluster mode: filter_cluster.cuh.
+// output written; with TOPK_FILTER_DIRECT_OUT a last cut writes the output,
+// so stop 3 is then the whole kernel). Cluster mode: filter_cluster.cuh.
 #ifdef TOPK_STOP_AT
 #define TOPK_FILTER_STOP(n) \
   if (TOPK_STOP_AT == (n)) return
@@ -86,6 +87,13 @@ namespace filter {
 // TOPK_FILTER_CUT_FINISH=0; select_rank_span).
 #ifndef TOPK_FILTER_CUT_FINISH
 #define TOPK_FILTER_CUT_FINISH 1
+#endif
+
+// The last cut writes the row's output from its registers (1), or places
+// the top k in the list and a loop after a barrier copies them out (0;
+// development A/B, topk-probe --define TOPK_FILTER_DIRECT_OUT=0).
+#ifndef TOPK_FILTER_DIRECT_OUT
+#define TOPK_FILTER_DIRECT_OUT 1
 #endif
 
 // A variant's code shape. The candidate capacity is a launch argument
@@ -306,8 +314,12 @@ struct RowFilter {
   // Cuts the list (count > k entries) to exactly its k largest keys and
   // sets the threshold to the k-th key, or below it where the select ended
   // on a bin taken whole (the kept keys are then exactly those above it).
-  // Every thread of the row calls it.
-  __device__ void cut(int k) {
+  // kOut (the last cut, TOPK_FILTER_DIRECT_OUT): the kept keys go from the
+  // registers straight to the row's output (out_val when given, its values
+  // from the keys but for NaN, reloaded from `row`) instead of the list,
+  // with no barrier after them. Every thread of the row calls it.
+  template <bool kOut = false>
+  __device__ void cut(int k, int* out_idx = nullptr, Raw* out_val = nullptr, const Raw* row = nullptr) {
     // The list moves through registers: every read happens before any write.
     // Slots j at or past `items` hold no key in any thread (the same branch
     // in every thread: a short list skips most of the unrolled slots).
@@ -386,13 +398,22 @@ struct RowFilter {
         if (t < static_cast<int>(need)) pos = above + t;
       }
       if (pos >= 0) {
-        keys[pos] = key[j];
-        idx[pos] = id[j];
+        if constexpr (kOut) {
+          out_idx[pos] = id[j];
+          if (out_val != nullptr) {
+            const u32 v = K::raw_flip(key[j], flip);
+            out_val[pos] = v == K::kNaN ? row[id[j]] : static_cast<Raw>(v);
+          }
+        } else {
+          keys[pos] = key[j];
+          idx[pos] = id[j];
+        }
       }
       up0 += __popc(ups);
       tie0 += __popc(ties);
     }
     count = k;
+    if constexpr (kOut) return;  // nothing reads the list or the span again
     grp.bar();
     // The span for the next cut, after the barrier: with every key equal
     // (lo == hi) the select has no barrier of its own, and a reset before
@@ -864,6 +885,11 @@ struct RowFilter {
       }
       grp.bar();
       count += ctl->added[step % 3];
+    }
+    if (TOPK_FILTER_DIRECT_OUT && count > k) {
+      // Stop 3 then includes the output.
+      cut<true>(k, out_idx, out_val, row);
+      return;
     }
     if (count > k) cut(k);
     TOPK_FILTER_STOP(3);
