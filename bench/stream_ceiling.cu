@@ -10,6 +10,11 @@
 //   append  the key, the test, and the filter's append of the survivors to a
 //           shared-memory list (a warp's inclusive scan of its counts, one
 //           shared atomic, the stores).
+// A fourth version reads the same bytes with no registers in flight: a ring
+// of shared-memory stages that one thread fills with bulk copies
+// (cp.async.bulk, completion on an mbarrier; sm_90), every thread XORing
+// its vectors of a stage once it lands and one CTA barrier before the stage
+// is refilled; the bytes in flight are the ring's, not the registers'.
 // The input is normal-like (a sum of four uniforms, unit variance) with the
 // threshold at 2.15, about 1 in 50 elements passing. Each configuration is
 // timed with CUDA events over 20 back-to-back launches after 3 warm-up ones,
@@ -122,30 +127,77 @@ __global__ void __launch_bounds__(B, 1) stream_kernel(const uint4* in, long long
   if (acc == 0x9e3779b9u) sink[blockIdx.x] = acc;  // keeps the work; never true in practice
 }
 
+// The bulk-copy ring (sm_90): STAGES stages of STAGE_BYTES bytes in dynamic
+// shared memory, stage s + STAGES issued once every thread has read stage s.
+template <int B, int STAGE_BYTES, int STAGES>
+__global__ void __launch_bounds__(B, 1) bulk_kernel(const uint4* in, long long per_cta, u32* sink) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  extern __shared__ __align__(128) unsigned char ring[];
+  __shared__ __align__(8) unsigned long long full[STAGES];
+  constexpr int kVecs = STAGE_BYTES / 16;
+  const uint4* p = in + blockIdx.x * per_cta;
+  const long long steps = (per_cta + kVecs - 1) / kVecs;
+  if (threadIdx.x == 0)
+    for (int s = 0; s < STAGES; ++s) {
+      const u32 bar = static_cast<u32>(__cvta_generic_to_shared(&full[s]));
+      asm volatile("mbarrier.init.shared.b64 [%0], 1;" ::"r"(bar) : "memory");
+    }
+  __syncthreads();
+  auto issue = [&](long long s) {
+    const int slot = static_cast<int>(s % STAGES);
+    const long long v0 = s * kVecs;
+    const u32 bytes = static_cast<u32>(min(static_cast<long long>(kVecs), per_cta - v0) * 16);
+    const u32 bar = static_cast<u32>(__cvta_generic_to_shared(&full[slot]));
+    const u32 dst = static_cast<u32>(__cvta_generic_to_shared(ring + slot * STAGE_BYTES));
+    asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+                 "l"(p + v0), "r"(bytes), "r"(bar)
+                 : "memory");
+  };
+  if (threadIdx.x == 0)
+    for (long long s = 0; s < STAGES && s < steps; ++s) issue(s);
+  u32 acc = 0;
+  for (long long s = 0; s < steps; ++s) {
+    const int slot = static_cast<int>(s % STAGES);
+    const u32 parity = static_cast<u32>((s / STAGES) & 1);
+    const u32 bar = static_cast<u32>(__cvta_generic_to_shared(&full[slot]));
+    u32 done = 0;
+    while (!done)
+      asm volatile(
+          "{ .reg .pred p; mbarrier.try_wait.parity.shared.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+          : "=r"(done)
+          : "r"(bar), "r"(parity)
+          : "memory");
+    const long long n = min(static_cast<long long>(kVecs), per_cta - s * kVecs);
+    const uint4* st = reinterpret_cast<const uint4*>(ring + slot * STAGE_BYTES);
+    for (int i = threadIdx.x; i < n; i += B) {
+      const uint4 q = st[i];
+      acc ^= q.x ^ q.y ^ q.z ^ q.w;
+    }
+    __syncthreads();  // every thread has read the stage
+    if (threadIdx.x == 0 && s + STAGES < steps) issue(s + STAGES);
+  }
+  if (acc == 0x9e3779b9u) sink[blockIdx.x] = acc;  // keeps the work; never true in practice
+#endif
+}
+
 struct Timing {
   float median_us, min_us;
 };
 
-template <int B, int U, int W>
-Timing time_config(const float* data, long long elements, int ctas, u32* sink) {
-  float t;
-  const float threshold = 2.15f;
-  std::memcpy(&t, &threshold, sizeof t);
-  u32 key;
-  std::memcpy(&key, &t, sizeof key);
-  key ^= 0x80000000u;  // a positive float's order-preserving key
-  const long long per_cta = elements / 4 / ctas;
+// Median and least of 5 rounds of 20 launches of `launch` (after 3).
+template <class F>
+Timing time_launches(F launch) {
   cudaEvent_t start, stop;
   STREAM_CHECK(cudaEventCreate(&start));
   STREAM_CHECK(cudaEventCreate(&stop));
-  const uint4* in = reinterpret_cast<const uint4*>(data);
-  for (int i = 0; i < 3; ++i) stream_kernel<B, U, W><<<ctas, B>>>(in, per_cta, key, sink);
+  for (int i = 0; i < 3; ++i) launch();
   STREAM_CHECK(cudaGetLastError());
   STREAM_CHECK(cudaDeviceSynchronize());
   float us[5];
   for (float& r : us) {
     STREAM_CHECK(cudaEventRecord(start));
-    for (int i = 0; i < 20; ++i) stream_kernel<B, U, W><<<ctas, B>>>(in, per_cta, key, sink);
+    for (int i = 0; i < 20; ++i) launch();
     STREAM_CHECK(cudaGetLastError());
     STREAM_CHECK(cudaEventRecord(stop));
     STREAM_CHECK(cudaEventSynchronize(stop));
@@ -160,12 +212,41 @@ Timing time_config(const float* data, long long elements, int ctas, u32* sink) {
 }
 
 template <int B, int U, int W>
+Timing time_config(const float* data, long long elements, int ctas, u32* sink) {
+  float t;
+  const float threshold = 2.15f;
+  std::memcpy(&t, &threshold, sizeof t);
+  u32 key;
+  std::memcpy(&key, &t, sizeof key);
+  key ^= 0x80000000u;  // a positive float's order-preserving key
+  const long long per_cta = elements / 4 / ctas;
+  const uint4* in = reinterpret_cast<const uint4*>(data);
+  return time_launches([&] { stream_kernel<B, U, W><<<ctas, B>>>(in, per_cta, key, sink); });
+}
+
+template <int B, int U, int W>
 void row(const char* rows, const float* data, long long elements, int ctas, u32* sink) {
   static const char* kWork[] = {"loads", "test", "append"};
   const Timing t = time_config<B, U, W>(data, elements, ctas, sink);
   const long long bytes = elements / 4 / ctas * ctas * 16;
   std::printf("| %s | %d | %d, %d | %s | %.2f | %.2f | %.2f |\n", rows, ctas, B, U, kWork[W], t.median_us, t.min_us,
               static_cast<double>(bytes) / (t.median_us * 1e-6) / 1e12);
+}
+
+
+// `elements` counts 4-byte words (a bf16 shape passes half its elements).
+template <int B, int STAGE_BYTES, int STAGES>
+void bulk_row(const char* rows, const float* data, long long elements, int ctas, u32* sink) {
+  const long long per_cta = elements / 4 / ctas;
+  const int smem = STAGE_BYTES * STAGES;
+  STREAM_CHECK(cudaFuncSetAttribute(bulk_kernel<B, STAGE_BYTES, STAGES>,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  const uint4* in = reinterpret_cast<const uint4*>(data);
+  const Timing t =
+      time_launches([&] { bulk_kernel<B, STAGE_BYTES, STAGES><<<ctas, B, smem>>>(in, per_cta, sink); });
+  const long long bytes = per_cta * ctas * 16;
+  std::printf("| %s | %d | %d, bulk %d x %d KB | loads | %.2f | %.2f | %.2f |\n", rows, ctas, B, STAGES,
+              STAGE_BYTES / 1024, t.median_us, t.min_us, static_cast<double>(bytes) / (t.median_us * 1e-6) / 1e12);
 }
 
 }  // namespace
@@ -203,6 +284,22 @@ int main() {
   row<512, 2, kAppend>("64 x 32768 (from L2)", data, c, 64, sink);
   row<1024, 2, kAppend>("64 x 32768 (from L2)", data, c, 64, sink);
   row<512, 2, kAppend>("64 x 32768 (from L2), half a row a CTA", data, c, 128, sink);
+  // The bf16 sampling shape's bytes (128 x 201088 x 2), the registers in
+  // flight against a bulk-copy ring; and 128 x 131072's.
+  const long long bf = 128LL * 201088 / 2;
+  row<1024, 1, kLoads>("bf16 128 x 201088", data, bf, 128, sink);
+  row<1024, 2, kLoads>("bf16 128 x 201088", data, bf, 128, sink);
+  row<1024, 4, kLoads>("bf16 128 x 201088", data, bf, 128, sink);
+  if (prop.major >= 9) {
+    bulk_row<1024, 16384, 4>("bf16 128 x 201088", data, bf, 128, sink);
+    bulk_row<1024, 16384, 6>("bf16 128 x 201088", data, bf, 128, sink);
+    bulk_row<1024, 32768, 4>("bf16 128 x 201088", data, bf, 128, sink);
+    bulk_row<1024, 16384, 4>("128 x 131072", data, a, 128, sink);
+    bulk_row<1024, 16384, 6>("128 x 131072", data, a, 128, sink);
+    bulk_row<1024, 32768, 4>("128 x 131072", data, a, 128, sink);
+    bulk_row<1024, 8192, 4>("64 x 32768 (from L2)", data, c, 64, sink);
+    bulk_row<1024, 16384, 4>("64 x 32768 (from L2)", data, c, 64, sink);
+  }
 
   STREAM_CHECK(cudaFree(data));
   STREAM_CHECK(cudaFree(sink));

@@ -154,8 +154,10 @@ class Filter final : public Family {
 
   Status ValidateFor(const Config& cfg, const Arch& arch, const Problem& p) const override {
     const FilterParams c = FilterParams::Of(cfg);
-    if (p.k + c.tile() > c.max_capacity())
-      return Broken("capacity", "k " + std::to_string(p.k) + " plus a step of " + std::to_string(c.tile()) +
+    // A step as large as the list is taken one load a thread at a time
+    // (room(); filter_select.cuh, filter_step).
+    if (p.k + c.room() > c.max_capacity())
+      return Broken("capacity", "k " + std::to_string(p.k) + " plus a step of " + std::to_string(c.room()) +
                                     " elements exceeds the list's " + std::to_string(c.max_capacity()) +
                                     " (fewer threads per step, or more threads)");
     if (c.cluster > 1) {
@@ -321,7 +323,14 @@ class Filter final : public Family {
     f.dtype = p.dtype;
     f.guess = 1;
     if (p.dtype != DType::kF32) {
-      f.block_threads = 1024, f.unroll = 1, f.radix_bits = 8, f.slack = 1;
+      // Two loads a thread a step, room made a load at a time (the step is
+      // the whole list): H200, rotated rows, us, normal / shifted / plateau /
+      // 16 values, against one load: bf16 128 x 201088 k64 22.9 / 23.4 /
+      // 23.0 / 28.0 against 25.6 / 26.5 / 25.6 / 24.6; bf16 256 x 128256
+      // k1024 38.7 / 42.7 / 38.4 / 45.1 against 46.3 / 50.7 / 46.1 / 53.2;
+      // bf16 64 x 131072 k64 (L2-hot) 13.1 against 15.8 (docs/PERFORMANCE.md,
+      // "Two 16-bit loads a thread at 1024 threads").
+      f.block_threads = 1024, f.unroll = 2, f.radix_bits = 8, f.slack = 1;
     } else if (p.batch >= arch.sm_count && (p.n <= 65536 ? p.k <= 2048 : p.n <= 131072 && p.k <= 1024)) {
       // Two 512-thread CTAs an SM (registers capped at 64): 1024 threads'
       // loads in flight on each SM, where two 256-thread CTAs had 512 (H100,
@@ -461,8 +470,13 @@ int FilterParams::max_capacity() const { return TOPK_FILTER_MAX_ITEMS * group();
 
 int FilterParams::smem_bytes(int64_t k) const { return RowsSmem(hist_smem_bytes(), capacity(k), rows); }
 
+// k + slack parts of room(): a kernel that makes room a load a thread at a
+// time keeps the list of one load a thread a step, so that a row of few
+// values whose top value's copies outnumber it streams with cuts, as the
+// one-load kernel does, instead of appending every copy (H200, bf16 128 x
+// 201088 k64 on 16 values: 38.0 us with a list of 16384, docs/PERFORMANCE.md).
 int FilterParams::capacity(int64_t k) const {
-  return static_cast<int>(std::min<int64_t>(max_capacity(), k + static_cast<int64_t>(slack) * tile()));
+  return static_cast<int>(std::min<int64_t>(max_capacity(), k + static_cast<int64_t>(slack) * room()));
 }
 
 int FilterParams::cluster_base_smem(int64_t k) const {

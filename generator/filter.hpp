@@ -18,7 +18,7 @@ struct FilterParams {
   int block_threads = 512;  // [code] 256..1024
   int unroll = 2;           // [code] 16-byte loads per thread per step of the row
   int radix_bits = 11;      // [code] digit width of the exact select that cuts the list
-  int slack = 2;            // steps of the row the list holds beyond k (capacity, a launch argument)
+  int slack = 2;            // steps of the row (room()) the list holds beyond k (capacity, a launch argument)
   // Cluster mode (cluster > 1; one binary serves every size): the row split
   // over a thread-block cluster, a threshold guessed from a merged sample.
   int cluster = 1;          // [code: 1 or clustered] CTAs per row
@@ -45,8 +45,12 @@ struct FilterParams {
   int vec() const { return 16 / DTypeSize(dtype); }
   int group() const { return block_threads / (rows > 0 ? rows : 1); }  // threads per row
   int tile() const { return group() * vec() * unroll; }        // elements per step
+  // What a stream with cuts makes room for at once, k plus which must fit
+  // the list: a step, or one 16-byte load a thread where a step is the whole
+  // list (one CTA a row; filter_select.cuh, Policy::kStepInParts).
+  int room() const { return cluster == 1 && tile() >= max_capacity() ? group() * vec() : tile(); }
   int max_capacity() const;                                    // what the threads can hold while cutting
-  // Candidate capacity for k: k + slack steps, at most max_capacity().
+  // Candidate capacity for k: k + slack x room(), at most max_capacity().
   int capacity(int64_t k) const;
   int hist_smem_bytes() const { return (1 << radix_bits) * 4; }
   // Dynamic shared memory: a row's histogram and list; with several rows

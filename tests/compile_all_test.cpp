@@ -179,9 +179,12 @@ TEST(CompileAllTest, DefaultConfigurationsHaveNoSpills) {
         // Spills measured the fastest nonetheless (docs/DESIGN.md): the
         // filter's 1024-thread kernels at the 64-register cap, 8 rows per CTA
         // of them most (112-152 bytes; 4 rows of 512 threads spill none and
-        // were 1.05-1.2x slower), and the resident 1024-thread clusters.
+        // were 1.05-1.2x slower), the 16-bit ones with two loads a thread 80
+        // (1.1-1.2x faster than one load's 40, docs/PERFORMANCE.md), and the
+        // resident 1024-thread clusters.
         const bool rows = c.family == "filter" && c.Get("rows") > 1;
         stack_limit.push_back(c.family == "filter" && wide && rows                      ? 160
+                              : c.family == "filter" && wide && c.dtype != DType::kF32 ? 80
                               : c.family == "filter" && wide                              ? 64
                               : c.family == "resident" && wide && c.Get("cluster") > 1 ? 96
                                                                                        : 0);

@@ -715,8 +715,17 @@ TEST(FilterFamilyTest, ConstraintsEnumerationAndPlan) {
   EXPECT_EQ(c.capacity(2048), 8192);  // capped at 16 per thread
   EXPECT_TRUE(ValidateFor(c, arch, Prob(DType::kF32, 64, 32768, 2048)).ok());
   // k + a step beyond what the threads hold.
+  EXPECT_EQ(c.room(), c.tile());
   EXPECT_NE(ValidateFor(c, arch, Prob(DType::kF32, 64, 32768, 5000)).where().find("constraint capacity"),
             std::string::npos);
+  // 16-bit keys, 1024 threads, two loads a thread: a step (16384) is the
+  // whole list, so room is made a load a thread (8192) at a time.
+  const FilterParams h{DType::kBF16, 1024, 2, 8, 1};
+  EXPECT_EQ(h.tile(), 16384);
+  EXPECT_EQ(h.room(), 8192);
+  EXPECT_EQ(h.capacity(64), 64 + 8192);  // k + slack x room, as one load a thread
+  EXPECT_TRUE(ValidateFor(h, arch, Prob(DType::kBF16, 128, 201088, 64)).ok());
+  EXPECT_EQ(ValidateFor(h, arch, Prob(DType::kBF16, 128, 201088, 8193)).where(), "constraint capacity");
   auto broken = [&](auto f) { return BrokenWhere<FilterParams>(c, arch, f); };
   EXPECT_EQ(broken([](FilterParams& x) { x.radix_bits = 9; }), "constraint radix");
   EXPECT_EQ(broken([](FilterParams& x) { x.unroll = 5; }), "constraint unroll");
@@ -789,8 +798,8 @@ TEST(FilterFamilyTest, ConstraintsEnumerationAndPlan) {
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 256, 131073, 8), arch), filter_default(DType::kF32, 1024, 2, 11, 1));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 131, 32768, 8), arch), filter_default(DType::kF32, 512, 2, 11, 2));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 256, 65536, 4096), arch), filter_default(DType::kF32, 1024, 2, 11, 1));
-  EXPECT_EQ(DefaultConfig(Prob(DType::kBF16, 128, 201088, 64), arch), filter_default(DType::kBF16, 1024, 1, 8, 1));
-  EXPECT_EQ(DefaultConfig(Prob(DType::kF16, 1024, 32768, 4096), arch), filter_default(DType::kF16, 1024, 1, 8, 1));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kBF16, 128, 201088, 64), arch), filter_default(DType::kBF16, 1024, 2, 8, 1));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF16, 1024, 32768, 4096), arch), filter_default(DType::kF16, 1024, 2, 8, 1));
   // Declined: fewer than 16 rows (clusters spread them), k above n / 8 or
   // beyond the list, rows the resident family holds.
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 15, 131072, 2048), arch).family, "resident");

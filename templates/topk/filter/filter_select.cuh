@@ -97,8 +97,9 @@ namespace filter {
 #endif
 
 // A variant's code shape. The candidate capacity is a launch argument
-// (TopkArgs::buffer); the host checks k + kTile <= capacity <= kMaxItems *
-// kGroup. ROWS rows per CTA (one CTA per row only): each row a group of
+// (TopkArgs::buffer); the host checks k + kRoom <= capacity <= kMaxItems *
+// kGroup (kRoom: kTile, or one load a thread where kTile is the whole
+// list). ROWS rows per CTA (one CTA per row only): each row a group of
 // BLOCK / ROWS threads with its own list, histogram and named barrier.
 // CTAS: CTAs an SM the one-CTA kernel is compiled to hold (2 caps a
 // 512-thread kernel at 64 registers, so that two rows share an SM).
@@ -114,6 +115,13 @@ struct Policy {
   static constexpr int kRadix = RADIX;      // digit width of the in-list select
   static constexpr int kVec = Keys<DTYPE>::kVec;
   static constexpr int kTile = kGroup * kVec * UNROLL;  // elements per step of the row
+  // A step as large as the whole list (16-bit keys at 1024 threads and two
+  // loads a thread): a stream with cuts makes room for it one 16-byte load a
+  // thread at a time, kRoom elements each, so that k + kRoom, not k + kTile,
+  // must fit the list. Other kernels make room for whole steps (splitting
+  // theirs as well cost the fp32 1024-thread kernels 96 bytes of stack).
+  static constexpr bool kStepInParts = kTile >= TOPK_FILTER_MAX_ITEMS * kGroup;
+  static constexpr int kRoom = kStepInParts ? kGroup * kVec : kTile;
   static constexpr int kKeyBits = Keys<DTYPE>::kBits;
   static constexpr int kBins = 1 << RADIX;
   static constexpr int kPasses = (kKeyBits + RADIX - 1) / RADIX;
@@ -499,6 +507,7 @@ struct RowFilter {
   template <bool kFree>
   __device__ __forceinline__ void filter_step(const uint4 (&q)[P::kUnroll], int v0, int nvec, int col0, int k,
                                               u32* threshold, bool* open) {
+    static_assert(kFree || !P::kStepInParts, "a step as large as the list streams with cuts in parts (stream)");
     if (!kFree) make_room(k, P::kTile, threshold, open);
     append_step(q, v0, nvec, col0, *threshold, *open);
   }
@@ -513,17 +522,16 @@ struct RowFilter {
   // deterministic finish orders ties by column index. (The scalar path spends about ten integer
   // instructions an element, and the 16-bit stream was bound by them:
   // docs/PERFORMANCE.md.)
-  template <bool kHigh>
-  __device__ __forceinline__ void append_step16(const uint4 (&q)[P::kUnroll], int v0, int nvec, int col0,
-                                                u32 threshold) {
-    static_assert(KB == 16 && P::kUnroll <= 4, "16-bit keys, at most 4 vectors a step");
+  template <bool kHigh, int N>
+  __device__ __forceinline__ void append_step16(const uint4 (&q)[N], int v0, int nvec, int col0, u32 threshold) {
+    static_assert(KB == 16 && N <= 4, "16-bit keys, at most 4 vectors a step");
     const u32 bias = swar::bias16(threshold);
     constexpr u32 nan_bias = swar::nan_bias16(K::kExpMask);
     // Word i of vector u passes its low half at bit 15 - (4u + i), its high
     // half at bit 31 - (4u + i).
     u32 bits = 0;
 #pragma unroll
-    for (int u = 0; u < P::kUnroll; ++u) {
+    for (int u = 0; u < N; ++u) {
       const u32 w[4] = {q[u].x, q[u].y, q[u].z, q[u].w};
       u32 ub = 0;
 #pragma unroll
@@ -543,7 +551,7 @@ struct RowFilter {
       const int j = 15 - (b & 15), u = j >> 2, i = j & 3, h = b >> 4;
       uint4 qq = q[0];
 #pragma unroll
-      for (int uu = 1; uu < P::kUnroll; ++uu)
+      for (int uu = 1; uu < N; ++uu)
         if (u == uu) qq = q[uu];
       const u32 word = (i & 2) ? ((i & 1) ? qq.w : qq.z) : ((i & 1) ? qq.y : qq.x);
       if (pos < capacity) {
@@ -554,25 +562,27 @@ struct RowFilter {
     }
   }
 
-  // The survivors of one step (its vectors v0 + u * T + thread) appended.
-  __device__ __forceinline__ void append_step(const uint4 (&q)[P::kUnroll], int v0, int nvec, int col0,
-                                              u32 threshold, bool open) {
+  // The survivors of one step (its vectors v0 + u * T + thread, u < N)
+  // appended.
+  template <int N>
+  __device__ __forceinline__ void append_step(const uint4 (&q)[N], int v0, int nvec, int col0, u32 threshold,
+                                              bool open) {
 #if TOPK_FILTER_SWAR16
     if constexpr (KB == 16) {
       if (!open && swar::applies16(threshold) && (TOPK_FILTER_SWAR16 > 1 || swar::high16(threshold))) {
         if (swar::high16(threshold))
-          append_step16<true>(q, v0, nvec, col0, threshold);
+          append_step16<true, N>(q, v0, nvec, col0, threshold);
         else
-          append_step16<false>(q, v0, nvec, col0, threshold);
+          append_step16<false, N>(q, v0, nvec, col0, threshold);
         return;
       }
     }
 #endif
-    u32 key[P::kUnroll * V];
-    int col[P::kUnroll * V];
-    bool valid[P::kUnroll * V];
+    u32 key[N * V];
+    int col[N * V];
+    bool valid[N * V];
 #pragma unroll
-    for (int u = 0; u < P::kUnroll; ++u) {
+    for (int u = 0; u < N; ++u) {
       const int v = v0 + u * T + static_cast<int>(grp.tid());
       const u32 w[4] = {q[u].x, q[u].y, q[u].z, q[u].w};
 #pragma unroll
@@ -614,17 +624,34 @@ struct RowFilter {
     // Two steps in flight: the next step's loads are issued before this
     // step waits at its barrier and appends (one row per SM needs about
     // 32 KB in flight to approach its share of HBM bandwidth).
-    constexpr int kStepVecs = T * P::kUnroll;
-    uint4 qa[P::kUnroll], qb[P::kUnroll];
+    if constexpr (!kFree && P::kStepInParts) {
+      // A step as large as the list: room is made for one load a thread at a
+      // time, the next one's load in flight, as in the one-load kernel (the
+      // two-load loop around the cuts spilled its loads: bf16 128 x 201088
+      // k64 on 16 values 28.7 us against the one-load kernel's 24.5, H200).
+      // The first step's second load is issued again.
+      uint4 cur = first[0];
+      for (int v0 = 0; v0 < nvec; v0 += T) {
+        const int v = v0 + T + static_cast<int>(grp.tid());
+        const uint4 next = v < nvec ? body[v] : make_uint4(0u, 0u, 0u, 0u);
+        make_room(k, P::kRoom, &threshold, &open);
+        const uint4 one[1] = {cur};
+        append_step(one, v0, nvec, col0, threshold, open);
+        cur = next;
+      }
+    } else {
+      constexpr int kStepVecs = T * P::kUnroll;
+      uint4 qa[P::kUnroll], qb[P::kUnroll];
 #pragma unroll
-    for (int u = 0; u < P::kUnroll; ++u) qa[u] = first[u];
-    for (int v0 = 0; v0 < nvec; v0 += 2 * kStepVecs) {
-      const int v1 = v0 + kStepVecs;
-      if (v1 < nvec) load_step(body, v1, nvec, qb);
-      filter_step<kFree>(qa, v0, nvec, col0, k, &threshold, &open);
-      if (v1 >= nvec) break;
-      if (v1 + kStepVecs < nvec) load_step(body, v1 + kStepVecs, nvec, qa);
-      filter_step<kFree>(qb, v1, nvec, col0, k, &threshold, &open);
+      for (int u = 0; u < P::kUnroll; ++u) qa[u] = first[u];
+      for (int v0 = 0; v0 < nvec; v0 += 2 * kStepVecs) {
+        const int v1 = v0 + kStepVecs;
+        if (v1 < nvec) load_step(body, v1, nvec, qb);
+        filter_step<kFree>(qa, v0, nvec, col0, k, &threshold, &open);
+        if (v1 >= nvec) break;
+        if (v1 + kStepVecs < nvec) load_step(body, v1 + kStepVecs, nvec, qa);
+        filter_step<kFree>(qb, v1, nvec, col0, k, &threshold, &open);
+      }
     }
   }
 
@@ -789,7 +816,7 @@ struct RowFilter {
       // a host bug, and trapping beats corrupting shared memory.
       u32 dyn;
       asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
-      if (static_cast<int>(dyn) < rows_smem_bytes(P::kHistSmem, a.buffer, P::kRows) || a.buffer < k + P::kTile ||
+      if (static_cast<int>(dyn) < rows_smem_bytes(P::kHistSmem, a.buffer, P::kRows) || a.buffer < k + P::kRoom ||
           a.buffer > P::kMaxItems * T)
         __trap();
     }
