@@ -157,8 +157,12 @@ class Filter final : public Family {
     // A step as large as the list is taken one load a thread at a time
     // (room(); filter_select.cuh, filter_step).
     if (p.k + c.room() > c.max_capacity())
-      return Broken("capacity", "k " + std::to_string(p.k) + " plus a step of " + std::to_string(c.room()) +
-                                    " elements exceeds the list's " + std::to_string(c.max_capacity()) +
+      return Broken("capacity", "k " + std::to_string(p.k) + " plus " +
+                                    (c.room() < c.tile() ? "one 16-byte load a thread (" + std::to_string(c.room()) +
+                                                               " elements; a step of " + std::to_string(c.tile()) +
+                                                               " is the whole list)"
+                                                         : "a step of " + std::to_string(c.room()) + " elements") +
+                                    " exceeds the list's " + std::to_string(c.max_capacity()) +
                                     " (fewer threads per step, or more threads)");
     if (c.cluster > 1) {
       // The guess from the sample lands k <= survivors <= capacity only if

@@ -725,7 +725,11 @@ TEST(FilterFamilyTest, ConstraintsEnumerationAndPlan) {
   EXPECT_EQ(h.room(), 8192);
   EXPECT_EQ(h.capacity(64), 64 + 8192);  // k + slack x room, as one load a thread
   EXPECT_TRUE(ValidateFor(h, arch, Prob(DType::kBF16, 128, 201088, 64)).ok());
-  EXPECT_EQ(ValidateFor(h, arch, Prob(DType::kBF16, 128, 201088, 8193)).where(), "constraint capacity");
+  const Status too_big = ValidateFor(h, arch, Prob(DType::kBF16, 128, 201088, 8193));
+  EXPECT_EQ(too_big.where(), "constraint capacity");
+  EXPECT_NE(too_big.ToString().find("one 16-byte load a thread (8192 elements; a step of 16384 is the whole list)"),
+            std::string::npos)
+      << too_big.ToString();
   auto broken = [&](auto f) { return BrokenWhere<FilterParams>(c, arch, f); };
   EXPECT_EQ(broken([](FilterParams& x) { x.radix_bits = 9; }), "constraint radix");
   EXPECT_EQ(broken([](FilterParams& x) { x.unroll = 5; }), "constraint unroll");
