@@ -233,7 +233,6 @@ void row(const char* rows, const float* data, long long elements, int ctas, u32*
               static_cast<double>(bytes) / (t.median_us * 1e-6) / 1e12);
 }
 
-
 // `elements` counts 4-byte words (a bf16 shape passes half its elements).
 template <int B, int STAGE_BYTES, int STAGES>
 void bulk_row(const char* rows, const float* data, long long elements, int ctas, u32* sink) {

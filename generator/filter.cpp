@@ -408,6 +408,11 @@ class Filter final : public Family {
       << "static_assert(P::kHistSmem == " << c.hist_smem_bytes()
       << ", \"host and template disagree on the histogram shared memory\");\n"
       << "static_assert(P::kTile == " << c.tile() << ", \"host and template disagree on the step\");\n"
+      // One CTA a row: what a stream with cuts makes room for (room(),
+      // Policy::kRoom, derived on each side from the step and the list).
+      << (clustered ? std::string()
+                    : "static_assert(P::kRoom == " + std::to_string(c.room()) +
+                          ", \"host and template disagree on the room a stream with cuts makes\");\n")
       << "static_assert(topk::filter::rows_smem_bytes(" << c.hist_smem_bytes() << ", 1001, " << c.rows
       << ") == " << RowsSmem(c.hist_smem_bytes(), 1001, c.rows)
       << ", \"host and template disagree on the rows' shared memory\");\n"
