@@ -96,6 +96,15 @@ namespace filter {
 #define TOPK_FILTER_DIRECT_OUT 1
 #endif
 
+// The guess's sample is loaded before the body's first step by kernels of
+// one CTA an SM (1), or after it (0; development A/B, topk-probe --define
+// TOPK_FILTER_SAMPLE_FIRST=0). Two CTAs an SM keep it after: 256 x 128256
+// k1024 46.82 us with it first against 46.56 (H200), where the other
+// CTA's stream hides the wait.
+#ifndef TOPK_FILTER_SAMPLE_FIRST
+#define TOPK_FILTER_SAMPLE_FIRST 1
+#endif
+
 // A variant's code shape. The candidate capacity is a launch argument
 // (TopkArgs::buffer); the host checks k + kRoom <= capacity <= kMaxItems *
 // kGroup (kRoom: kTile, or one load a thread where kTile is the whole
@@ -607,6 +616,31 @@ struct RowFilter {
     append(key, col, valid, threshold, open);
   }
 
+  // The body through the list with barriers, one 16-byte load a thread a
+  // step: room for T V elements (make_room), then the survivors appended.
+  // kAhead: the next step's load in flight across the room and appends,
+  // from `cur`, this thread's load of the first step (a stream with cuts
+  // whose step is the whole list, stream); else each step loads after its
+  // room is made (the second read after a missed guess, run: a load held
+  // across its cuts cost the filter kernels 32-36 bytes more spill stores,
+  // and the one-load and fp32 1024-thread kernels 32 bytes more stack, for
+  // a path that a normal row never takes; NVRTC 13.0, sm_90).
+  template <bool kAhead>
+  __device__ __forceinline__ void stream_by_load(const uint4* body, int nvec, int col0, int k, uint4 cur,
+                                                 u32* threshold, bool* open) {
+#pragma unroll 1
+    for (int v0 = 0; v0 < nvec; v0 += T) {
+      const int v = (kAhead ? v0 + T : v0) + static_cast<int>(grp.tid());
+      uint4 next;
+      if constexpr (kAhead) next = v < nvec ? body[v] : make_uint4(0u, 0u, 0u, 0u);
+      make_room(k, T * V, threshold, open);
+      if constexpr (!kAhead) cur = v < nvec ? body[v] : make_uint4(0u, 0u, 0u, 0u);
+      const uint4 one[1] = {cur};
+      append_step(one, v0, nvec, col0, *threshold, *open);
+      if constexpr (kAhead) cur = next;
+    }
+  }
+
   // The row once through the list: the head and tail (fewer than 2 V
   // elements), then the vector body in steps; threshold and open are the
   // starting state. kFree: no barrier and no cut, the threshold stays where
@@ -626,19 +660,11 @@ struct RowFilter {
     // 32 KB in flight to approach its share of HBM bandwidth).
     if constexpr (!kFree && P::kStepInParts) {
       // A step as large as the list: room is made for one load a thread at a
-      // time, the next one's load in flight, as in the one-load kernel (the
-      // two-load loop around the cuts spilled its loads: bf16 128 x 201088
-      // k64 on 16 values 28.7 us against the one-load kernel's 24.5, H200).
-      // The first step's second load is issued again.
-      uint4 cur = first[0];
-      for (int v0 = 0; v0 < nvec; v0 += T) {
-        const int v = v0 + T + static_cast<int>(grp.tid());
-        const uint4 next = v < nvec ? body[v] : make_uint4(0u, 0u, 0u, 0u);
-        make_room(k, P::kRoom, &threshold, &open);
-        const uint4 one[1] = {cur};
-        append_step(one, v0, nvec, col0, threshold, open);
-        cur = next;
-      }
+      // time, as in the one-load kernel (the two-load loop around the cuts
+      // spilled its loads: bf16 128 x 201088 k64 on 16 values 28.7 us
+      // against the one-load kernel's 24.5, H200). The first step's second
+      // load is issued again.
+      stream_by_load<true>(body, nvec, col0, k, first[0], &threshold, &open);
     } else {
       constexpr int kStepVecs = T * P::kUnroll;
       uint4 qa[P::kUnroll], qb[P::kUnroll];
@@ -706,14 +732,49 @@ struct RowFilter {
     return lo;
   }
 
-  // The sample's guess of a starting threshold: G 16-byte vectors per
-  // thread (G = 512 / T below 512 threads, else 1; T the row's threads),
-  // in runs of R consecutive vectors (a warp's 512 bytes) evenly spaced
-  // over the body (S = T V G keys), and the key of sample rank r0 + 4.5
-  // sqrt(r0) + 3 with r0 = k S / L (its bin's lowest key, never above it,
-  // after the digit passes that cover 22 bits, or over the sample's span
-  // for 16-bit keys and several rows per CTA: select_guess_span), when
-  // that rank is under a quarter of the sample. For values independent of
+  // The sample: G 16-byte vectors a thread (G = 512 / T below 512 threads,
+  // else 1; T the row's threads). At least 512 vectors: a 256-thread CTA
+  // takes two each, so that its list (16 keys a thread) passes guess()'s
+  // test on normal rows. A group of several rows per CTA holds at most 16
+  // sample keys a thread (16-bit keys in groups of 128: 2 vectors, not 4;
+  // the 1024-thread kernels' spills went from 176 to 112 bytes and the
+  // short-row defaults ran 1.09-1.16x faster, H200).
+  static constexpr int kSampleG0 = T < 512 ? 512 / T : 1;
+  static constexpr int kSampleVecs = P::kRows > 1 && kSampleG0 * V > 16 ? 16 / V : kSampleG0;
+  static constexpr int kSampleKeys = T * V * kSampleVecs;
+
+  // The sample rank guess() selects (1 = largest), or 0 where the row takes
+  // no guess: shorter than the sample, or a rank of a quarter of the sample
+  // or more. r0 = k S / L, rank r0 + 4.5 sqrt(r0) + 3.
+  __device__ __forceinline__ int sample_rank(int nvec, int L, int k, int mode) const {
+    if (nvec < T * kSampleVecs) return 0;
+    const float r0 = static_cast<float>(k) * kSampleKeys / static_cast<float>(L);
+    // guess 2 (tests): the sample's largest key, too high wherever k > L / S.
+    const int rank = mode == 2 ? 1 : static_cast<int>(ceilf(r0 + 4.5f * sqrtf(r0) + 3.0f));
+    return rank >= kSampleKeys / 4 ? 0 : rank;
+  }
+
+  // This thread's sample vectors: runs of R consecutive vectors (a warp's
+  // 512 bytes) evenly spaced over the body. Kernels of one CTA an SM issue
+  // them before the body's first step (TOPK_FILTER_SAMPLE_FIRST), so that
+  // they do not wait behind its loads.
+  __device__ __forceinline__ void load_sample(const uint4* body, int nvec, uint4 (&q)[kSampleVecs]) const {
+    constexpr int G = kSampleVecs, R = TOPK_FILTER_SAMPLE_RUN;
+    static_assert(T % R == 0, "a run of sample vectors within a group");
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      const int sv = static_cast<int>(grp.tid()) + g * T;  // sample vector sv of T G
+      q[g] = body[static_cast<long long>(sv / R) * nvec / (T * G / R) + sv % R];
+    }
+  }
+
+  // The sample's guess of a starting threshold from the sample vectors q
+  // (load_sample; S = T V G keys) and the rank sample_rank() gave: the key
+  // of sample rank r0 + 4.5 sqrt(r0) + 3 with r0 = k S / L (its bin's
+  // lowest key, never above it, after the digit passes that cover 22
+  // bits, or over the sample's span for 16-bit keys and several rows per
+  // CTA: select_guess_span), when that rank is under a quarter of the
+  // sample. For values independent of
   // their position the k-th key's sample rank is about Poisson(r0): the
   // guess lets fewer than k keys through about once in 10^5 rows or less
   // (a miss costs a second read, never exactness). (One key per thread at rank
@@ -735,30 +796,13 @@ struct RowFilter {
   // 23.8). guess 3, for
   // the tests, streams free whatever the sample. Every thread of the row
   // calls it.
-  __device__ __forceinline__ void guess(const uint4* body, int nvec, int L, int k, int mode, u32* threshold,
+  __device__ __forceinline__ void guess(const uint4 (&q)[kSampleVecs], int L, int mode, int rank, u32* threshold,
                                         bool* open, bool* free_stream) {
-    // At least 512 vectors: a 256-thread CTA takes two each, so that its
-    // list (16 keys a thread) passes the test below on normal rows. A group
-    // of several rows per CTA holds at most 16 sample keys a thread (16-bit
-    // keys in groups of 128: 2 vectors, not 4; the 1024-thread kernels'
-    // spills went from 176 to 112 bytes and the short-row defaults ran
-    // 1.09-1.16x faster, H200).
-    constexpr int G0 = T < 512 ? 512 / T : 1;
-    constexpr int G = P::kRows > 1 && G0 * V > 16 ? 16 / V : G0;
-    constexpr int S = T * V * G;
-    constexpr int R = TOPK_FILTER_SAMPLE_RUN;
-    static_assert(T % R == 0, "a run of sample vectors within a group");
-    if (nvec < T * G) return;
-    const float r0 = static_cast<float>(k) * S / static_cast<float>(L);
-    // guess 2 (tests): the sample's largest key, too high wherever k > L / S.
-    const int rank = mode == 2 ? 1 : static_cast<int>(ceilf(r0 + 4.5f * sqrtf(r0) + 3.0f));
-    if (rank >= S / 4) return;
+    constexpr int G = kSampleVecs, S = kSampleKeys;
     u32 key[V * G];
 #pragma unroll
     for (int g = 0; g < G; ++g) {
-      const int sv = static_cast<int>(grp.tid()) + g * T;  // sample vector sv of T G
-      const uint4 q = body[static_cast<long long>(sv / R) * nvec / (T * G / R) + sv % R];
-      const u32 w[4] = {q.x, q.y, q.z, q.w};
+      const u32 w[4] = {q[g].x, q[g].y, q[g].z, q[g].w};
 #pragma unroll
       for (int e = 0; e < V; ++e) key[g * V + e] = K::key_flip(unpack_raw<KB>(w, e), flip);
     }
@@ -844,11 +888,18 @@ struct RowFilter {
     u32 threshold = 0;
     bool open = true, free_stream = false;
     // The body's first step is loaded before the guess, so that its loads
-    // are in flight while the sample is selected (H100: 0.5-1.5% faster).
+    // are in flight while the sample is selected (H100: 0.5-1.5% faster),
+    // and with one CTA an SM after the sample's loads, which it would
+    // delay (H200, rows from memory: bf16 128 x 201088 k64 22.62 us
+    // against 22.93).
     TOPK_FILTER_STOP(0);
-    uint4 first[P::kUnroll];
+    uint4 first[P::kUnroll], sample[kSampleVecs];
+    const int rank = a.rounds != 0 ? sample_rank(nvec, L, k, a.rounds) : 0;
+    constexpr bool kSampleFirst = TOPK_FILTER_SAMPLE_FIRST && P::kCtas == 1;
+    if (kSampleFirst && rank > 0) load_sample(body, nvec, sample);
     load_step(body, 0, nvec, first);
-    if (a.rounds != 0) guess(body, nvec, L, k, a.rounds, &threshold, &open, &free_stream);
+    if (!kSampleFirst && rank > 0) load_sample(body, nvec, sample);
+    if (rank > 0) guess(sample, L, a.rounds, rank, &threshold, &open, &free_stream);
     const bool guessed = !open;
     TOPK_FILTER_STOP(1);
     if (free_stream) {
@@ -872,8 +923,8 @@ struct RowFilter {
     if (guessed && (count < k || count > capacity)) {
       // A rare sample: the row again through a list with barriers, one
       // element per thread a step over the head and tail and one 16-byte
-      // vector per thread a step over the body (a second copy of the
-      // two-step vector stream cost the kernels registers and spills).
+      // load a thread a step over the body (stream_by_load; a second copy of
+      // the two-step vector stream cost the kernels registers and spills).
       // Too few keys passed: from an open start. Too many: the list holds
       // `capacity` of them, whose k-th key t is at most the row's, so the
       // keys at or above t are enough.
@@ -893,23 +944,7 @@ struct RowFilter {
       step = 0;
       make_room(k, head + (range.end - body_end), &threshold, &open);
       append_head_tail(row, range, head, body_end, threshold, open);
-#pragma unroll 1
-      for (int v0 = 0; v0 < nvec; v0 += T) {
-        make_room(k, T * V, &threshold, &open);
-        const int v = v0 + static_cast<int>(grp.tid());
-        const uint4 q = v < nvec ? body[v] : make_uint4(0u, 0u, 0u, 0u);
-        const u32 w[4] = {q.x, q.y, q.z, q.w};
-        u32 key[V];
-        int col[V];
-        bool valid[V];
-#pragma unroll
-        for (int e = 0; e < V; ++e) {
-          key[e] = K::key_flip(unpack_raw<KB>(w, e), flip);
-          col[e] = range.start + head + v * V + e;
-          valid[e] = v < nvec;
-        }
-        append(key, col, valid, threshold, open);
-      }
+      stream_by_load<false>(body, nvec, range.start + head, k, make_uint4(0u, 0u, 0u, 0u), &threshold, &open);
       grp.bar();
       count += ctl->added[step % 3];
     }
