@@ -182,8 +182,12 @@ std::vector<Config> DefaultKernelConfigs(const Arch& arch) {
 }
 
 std::vector<KernelSource> DefaultKernelSources(const Arch& arch) {
+  return DefaultKernelSources(DefaultKernelConfigs(arch));
+}
+
+std::vector<KernelSource> DefaultKernelSources(const std::vector<Config>& default_configs) {
   std::map<std::string, KernelSource> by_key;
-  for (const Config& c : DefaultKernelConfigs(arch))
+  for (const Config& c : default_configs)
     for (KernelSource& s : GenerateSources(c)) by_key.emplace(s.key, std::move(s));
   for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
     for (KernelSource s : {SortSource(dtype), TieSource(dtype)}) by_key.emplace(s.key, std::move(s));

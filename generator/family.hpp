@@ -199,6 +199,9 @@ StatusOr<const Family*> FamilyOf(const Config& c);
 // precompiled (jit/ship_kernels.cpp).
 std::vector<Config> DefaultKernelConfigs(const Arch& arch);
 std::vector<KernelSource> DefaultKernelSources(const Arch& arch);
+// The same from DefaultKernelConfigs(arch)'s result, for a caller that has it
+// (the sweep takes about 1.6 s an architecture, 20x that under ASan).
+std::vector<KernelSource> DefaultKernelSources(const std::vector<Config>& default_configs);
 
 // Every source of `c` (its family's Sources); empty for an unknown family.
 std::vector<KernelSource> GenerateSources(const Config& c);

@@ -43,8 +43,8 @@ struct Compiled {
 // already compiled with the same NVRTC, source hash and options: the
 // default kernels shipped in libtopk (runtime::ShippedKernelBlob), whose
 // entries keep NVRTC's log, so their registers and spills are the build's
-// report. That is about a quarter of the kernels, a quarter of this test's
-// time on a 2-core machine. `store` (may be null) is consulted first (an
+// report. That is 147 of the 683 kernels, about 13% of NVRTC's time here
+// (194 of 1455 s of compiles on a 2-core machine). `store` (may be null) is consulted first (an
 // earlier run's binaries) and receives every binary.
 std::vector<Compiled> CompileMany(const std::vector<gen::KernelSource>& srcs, const std::string& arch,
                                   jit::BinaryStore* store, int* failures) {
