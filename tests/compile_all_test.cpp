@@ -44,8 +44,8 @@ struct Compiled {
 // default kernels shipped in libtopk (runtime::ShippedKernelBlob), whose
 // entries keep NVRTC's log, so their registers and spills are the build's
 // report. That is 147 of the 683 kernels, about 13% of NVRTC's time here
-// (194 of 1455 s of compiles on a 2-core machine). `store` (may be null) is consulted first (an
-// earlier run's binaries) and receives every binary.
+// (194 of 1455 s of compiles on a 2-core machine). `store` (may be null) is
+// consulted first (an earlier run's binaries) and receives every binary.
 std::vector<Compiled> CompileMany(const std::vector<gen::KernelSource>& srcs, const std::string& arch,
                                   jit::BinaryStore* store, int* failures) {
   auto compiler = jit::MakeNvrtcCompiler();
@@ -88,7 +88,7 @@ TEST(CompileAllTest, EveryKernelCompilesForSm90AndSm80) {
   std::ofstream report(report_path);
   ASSERT_TRUE(report) << "cannot write " << report_path;
   // compiled_before: 1 where the binary came from the shipped blob or an
-  // earlier run (compile_ms is then that compile's).
+  // earlier run (compile_ms is then 0: stored kernels keep no time).
   report << "arch\tkernel\tregisters\tstack_bytes\tspill_stores\tspill_loads\tcompile_ms\tcompiled_before\n";
   for (const char* arch : {"sm_90", "sm_80"}) {
     auto a = gen::Arch::FromName(arch);
