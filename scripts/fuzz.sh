@@ -17,33 +17,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-BUILD=${TOPK_FUZZ_BUILD_DIR:-build-fuzz}
 SECONDS_PER_TARGET=${FUZZ_SECONDS:-30}
 JOBS=${TOPK_JOBS:-$(nproc)}
 ALL=(fuzz_shape fuzz_shape_file fuzz_jsonl_import fuzz_cache_open fuzz_variant_id)
 if (($#)); then targets=("$@"); else targets=("${ALL[@]}"); fi
 
-# clang 15 or newer (std::source_location); scripts/setup.sh installs 16.
-CC_BIN=${TOPK_FUZZ_CC:-clang-16}
-CXX_BIN=${TOPK_FUZZ_CXX:-clang++-16}
-if ! command -v "$CXX_BIN" >/dev/null; then
-  echo "fuzz: $CXX_BIN not found (scripts/setup.sh installs clang-16 and libclang-rt-16-dev;" \
-       "TOPK_FUZZ_CC / TOPK_FUZZ_CXX pick another clang)" >&2
-  exit 1
-fi
-
-# The same configuration as scripts/sanitize.sh, which builds the CPU tests
-# in this tree: the instrumented libraries are compiled once for both. -O1
-# (what ASan's documentation advises) and line tables only: on a 2-core
-# machine the instrumented build took 660 s at -O2 -g, most of it the test
-# sources, which take -O0 (TOPK_TEST_COMPILE_OPTIONS); the libraries they
-# test keep -O1.
-OPT_FLAGS="-O1 -gline-tables-only -DNDEBUG"
-cmake -S . -B "$BUILD" -DCMAKE_C_COMPILER="$CC_BIN" -DCMAKE_CXX_COMPILER="$CXX_BIN" \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS_RELWITHDEBINFO="$OPT_FLAGS" \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$OPT_FLAGS" -DTOPK_TEST_COMPILE_OPTIONS=-O0 \
-  -DTOPK_BUILD_FUZZ=ON -DTOPK_SHIP_KERNELS=OFF -DTOPK_BUILD_TESTS=ON -DTOPK_BUILD_BENCH=OFF \
-  -DTOPK_BUILD_TOOLS=ON >/dev/null
+# The tree scripts/sanitize.sh builds the CPU tests in (it sets BUILD).
+source scripts/instrumented-tree.sh
 cmake --build "$BUILD" -j"$JOBS" --target "${targets[@]}"
 
 # Leaks are findings; LSan runs at exit of every libFuzzer run and after

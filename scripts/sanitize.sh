@@ -19,19 +19,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-BUILD=${TOPK_FUZZ_BUILD_DIR:-build-fuzz}
 JOBS=${TOPK_JOBS:-$(nproc)}
-CC_BIN=${TOPK_FUZZ_CC:-clang-16}
-CXX_BIN=${TOPK_FUZZ_CXX:-clang++-16}
-command -v "$CXX_BIN" >/dev/null || { echo "sanitize: $CXX_BIN not found (scripts/setup.sh installs clang-16)" >&2; exit 1; }
-# The flags of scripts/fuzz.sh (which says why): the same tree.
-OPT_FLAGS="-O1 -gline-tables-only -DNDEBUG"
-
-cmake -S . -B "$BUILD" -DCMAKE_C_COMPILER="$CC_BIN" -DCMAKE_CXX_COMPILER="$CXX_BIN" \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS_RELWITHDEBINFO="$OPT_FLAGS" \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$OPT_FLAGS" -DTOPK_TEST_COMPILE_OPTIONS=-O0 \
-  -DTOPK_BUILD_FUZZ=ON -DTOPK_SHIP_KERNELS=OFF -DTOPK_BUILD_TESTS=ON -DTOPK_BUILD_BENCH=OFF \
-  -DTOPK_BUILD_TOOLS=ON >/dev/null
+# scripts/fuzz.sh's tree (it sets BUILD).
+source scripts/instrumented-tree.sh
 # The CPU tests and the binaries cli_test runs.
 mapfile -t tests < <(cd tests && ls ./*_test.cpp | sed 's|^\./||; s|\.cpp$||' | grep -v -e '^gpu_' -e '^compile_all_test$')
 cmake --build "$BUILD" -j"$JOBS" --target "${tests[@]}" topk-tune topk-tune-worker
