@@ -39,8 +39,11 @@ done
 mkdir -p "$B/cubins"
 # Precompiled kernels save the GPU machine's NVRTC time, but the device
 # carries at most 64 MiB: only when they fit beside the executables.
-# The GPU machines are sm_90: the sm_80 half of compile_all_test's kernels
-# stays here. TOPK_BUNDLE_ARCH picks another.
+# Every sm_90 kernel is there after TOPK_COMPILE_ALL=full ctest -R compile_all
+# (by default the test compiles a cover of them, docs/TESTING.md); the GPU
+# machine compiles what is missing. The GPU machines are sm_90: the sm_80
+# half of compile_all_test's kernels stays here. TOPK_BUNDLE_ARCH picks
+# another.
 arch=${TOPK_BUNDLE_ARCH:-sm_90}
 cubins=(build/tests/tmp/cubins/*_"${arch}"_*)
 if [[ -e ${cubins[0]} ]] && (($(du -cm "${cubins[@]}" | tail -n1 | cut -f1) < 24)); then

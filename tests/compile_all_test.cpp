@@ -1,9 +1,16 @@
-// Every kernel of the family compiles with NVRTC, with no GPU: all of them
-// for sm_90, the ones without clusters for sm_80, for fp32, fp16 and bf16.
-// Prints the counts, the compile time and the register / spill report, and
-// keeps the sm_90 cubins in $TOPK_TEST_TMP/cubins for the GPU tests.
+// The families' kernels compile with NVRTC, with no GPU, for sm_90 and (the
+// ones without clusters) sm_80, for fp32, fp16 and bf16. Which of them:
+// TOPK_COMPILE_ALL=full compiles every enumerated kernel (683, about 15
+// minutes on 2 cores); unset or "cover" (CI) compiles the shipped defaults
+// (taken from the build's blob) and then, greedily, more kernels until every
+// pair of two knobs' values that the enumeration has is compiled on sm_90,
+// and every knob value on sm_80. The GPU kernel suite compiles and runs every
+// sm_90 kernel on the GPU machine. Prints the counts, the compile time and
+// the register / spill report, and keeps the sm_90 cubins in
+// $TOPK_TEST_TMP/cubins for the GPU tests.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -11,16 +18,19 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "generator/config.hpp"
+#include "generator/family.hpp"
 #include "generator/radix.hpp"
 #include "generator/source.hpp"
 #include "jit/compiler.hpp"
 #include "jit/kernel_store.hpp"
 #include "runtime/kernels.hpp"
+#include "support/kernel_cover.hpp"
 #include "support/test_support.hpp"
 
 namespace topk {
@@ -79,9 +89,21 @@ std::vector<Compiled> CompileMany(const std::vector<gen::KernelSource>& srcs, co
   return out;
 }
 
-TEST(CompileAllTest, EveryKernelCompilesForSm90AndSm80) {
+// TOPK_COMPILE_ALL: true for "full", false for unset, "" or "cover"; an
+// error for anything else.
+StatusOr<bool> CompileEveryKernel() {
+  const char* v = std::getenv("TOPK_COMPILE_ALL");
+  const std::string mode = v ? v : "";
+  if (mode.empty() || mode == "cover") return false;
+  if (mode == "full") return true;
+  return InvalidArgument("TOPK_COMPILE_ALL", "must be \"full\" or \"cover\", not \"" + mode + "\"");
+}
+
+TEST(CompileAllTest, KernelsCompileForSm90AndSm80) {
+  const auto full = CompileEveryKernel();
+  ASSERT_TRUE(full.ok()) << full.status().ToString();
   auto store = jit::MakeDirectoryStore(CubinDir());
-  int total = 0, failures = 0, spilling = 0, stored = 0;
+  int total = 0, enumerated = 0, failures = 0, spilling = 0, stored = 0;
   const auto t0 = std::chrono::steady_clock::now();
   std::filesystem::create_directories(CubinDir());  // the report sits beside it
   const std::string report_path = CubinDir() + "/../compile_report.tsv";
@@ -94,8 +116,17 @@ TEST(CompileAllTest, EveryKernelCompilesForSm90AndSm80) {
     auto a = gen::Arch::FromName(arch);
     ASSERT_TRUE(a.ok());
     std::vector<gen::KernelSource> srcs;
+    const int order = std::string(arch) == "sm_90" ? 2 : 1;
+    const std::vector<gen::Config> defaults = *full ? std::vector<gen::Config>{} : gen::DefaultKernelConfigs(*a);
     for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
-      for (const gen::Config& c : gen::EnumerateKernels(dt, *a)) srcs.push_back(gen::GenerateSource(c));
+      const std::vector<gen::Config> all = gen::EnumerateKernels(dt, *a);
+      enumerated += static_cast<int>(all.size());
+      const std::vector<gen::Config> picked = *full ? all : testing::CoveringKernels(all, defaults, order);
+      if (!*full) {
+        EXPECT_EQ(testing::KnobFeatures(picked, order), testing::KnobFeatures(all, order)) << arch << " " << DTypeName(dt);
+        EXPECT_LT(picked.size(), all.size()) << arch << " " << DTypeName(dt);
+      }
+      for (const gen::Config& c : picked) srcs.push_back(gen::GenerateSource(c));
       srcs.push_back(gen::SortSource(dt));
       srcs.push_back(gen::TieSource(dt));
       // topk::Strategy<> kernels (a tuned strategy switch): each switch
@@ -131,12 +162,45 @@ TEST(CompileAllTest, EveryKernelCompilesForSm90AndSm80) {
     std::printf("%s: %zu kernels\n", arch, srcs.size());
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("compiled %d kernels (3 dtypes, sm_90 + sm_80) in %.1f s: %d errors, %d with local-memory spills; "
-              "%d of them compiled before (the build's shipped kernels, an earlier run's directory)\n",
-              total, secs, failures, spilling, stored);
+  std::printf("compiled %d kernels (3 dtypes, sm_90 + sm_80; %s of %d enumerated) in %.1f s: %d errors, "
+              "%d with local-memory spills; %d of them compiled before (the build's shipped kernels, an earlier "
+              "run's directory)\n",
+              total, *full ? "TOPK_COMPILE_ALL=full: all" : "the defaults and a pairwise (sm_90) / per-value (sm_80) cover",
+              enumerated, secs, failures, spilling, stored);
   std::printf("registers and spills of every kernel: %s\n", report_path.c_str());
   EXPECT_EQ(failures, 0);
   EXPECT_GT(total, 100);
+}
+
+// The cover CI compiles: a subset of the enumeration, in its order, that has
+// every knob value (order 1) or value pair (order 2) the enumeration has, and
+// every seed.
+TEST(KernelCoverTest, CoversEveryKnobValueAndPairWithFewerKernels) {
+  const gen::Arch sm90 = gen::Arch::Sm90();
+  const std::vector<gen::Config> all = gen::EnumerateKernels(DType::kF32, sm90);
+  ASSERT_GT(all.size(), 50u);
+  const std::vector<gen::Config> seeds = {all[3], all[all.size() / 2]};
+  for (int order : {1, 2}) {
+    const std::vector<gen::Config> picked = testing::CoveringKernels(all, seeds, order);
+    EXPECT_EQ(testing::KnobFeatures(picked, order), testing::KnobFeatures(all, order)) << order;
+    EXPECT_LT(picked.size(), all.size() / 2) << order;
+    EXPECT_EQ(picked, testing::CoveringKernels(all, seeds, order)) << "not deterministic";
+    size_t at = 0;  // a subsequence of `all`
+    for (const gen::Config& c : picked) {
+      while (at < all.size() && !(all[at] == c)) ++at;
+      ASSERT_LT(at, all.size()) << c.Id() << " is not in the enumeration's order";
+    }
+    for (const gen::Config& s : seeds)
+      EXPECT_NE(std::find(picked.begin(), picked.end(), s), picked.end()) << s.Id() << " seed left out";
+  }
+  // Pairs need more kernels than values; each family keeps its own values
+  // (a knob value of one family does not cover another's).
+  EXPECT_GT(testing::CoveringKernels(all, {}, 2).size(), testing::CoveringKernels(all, {}, 1).size());
+  std::set<std::string> families;
+  for (const gen::Config& c : testing::CoveringKernels(all, {}, 1)) families.insert(c.family);
+  std::set<std::string> all_families;
+  for (const gen::Config& c : all) all_families.insert(c.family);
+  EXPECT_EQ(families, all_families);
 }
 
 // The variant count behind the kernels: launch knobs multiply each kernel.
