@@ -114,6 +114,13 @@ void UnregisterFamily(std::string_view name) {
   fs.erase(std::remove_if(fs.begin(), fs.end(), [&](const auto& f) { return f->name() == name; }), fs.end());
 }
 
+Config WithModes(const Config& c, const Problem& p, const Arch& arch) {
+  const Family* f = c.family_ptr();
+  if (!f) return c;
+  Config moded = f->WithModesOf(c, p);
+  return ValidateFor(moded, arch, p).ok() ? moded : c;
+}
+
 StatusOr<const Family*> FamilyOf(const Config& c) {
   const Family* f = FindFamily(c.family);
   if (!f) return Broken("unknown kernel family '" + c.family + "'");

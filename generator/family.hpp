@@ -187,6 +187,12 @@ void UnregisterFamily(std::string_view name);
 // wrong otherwise ("constraint family: ...").
 StatusOr<const Family*> FamilyOf(const Config& c);
 
+// A tuned `c` with the knobs that follow `p`'s modes set from `p`
+// (Family::WithModesOf), where that config is valid for `p` on `arch`; else
+// `c`. What dispatch runs for an exact-shape winner, and what `topk-tune
+// verify --deterministic` checks.
+Config WithModes(const Config& c, const Problem& p, const Arch& arch);
+
 // Every distinct kernel the built-in defaults need on `arch` over all
 // problems: DefaultConfig's configs reduced to one per KernelKey (their other
 // parameters are launch arguments, which share the binary), for every

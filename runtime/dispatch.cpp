@@ -50,10 +50,7 @@ DispatchDecision Decide(const cache::Cache* cache, const std::string& device_fin
         out.config = (*w)->config;
         // The winner's mode knobs from this call's flags (tuning ignores
         // `deterministic`), where that config fits too.
-        if (const gen::Family* family = out.config.family_ptr()) {
-          gen::Config moded = family->WithModesOf(out.config, p);
-          if (gen::ValidateFor(moded, arch, p).ok()) out.config = std::move(moded);
-        }
+        out.config = gen::WithModes(out.config, p, arch);
         out.tuned_shape = cache::ProblemKey((*w)->problem);
         out.tuned_device = dev;
         out.tuned_median_us = (*w)->median_us;

@@ -1541,6 +1541,21 @@ TEST(GridFamilyTest, ConstraintsEnumerationDefaultAndPlan) {
   EXPECT_NE(DefaultConfig(Prob(DType::kF32, 1, 524288, 255), arch).family, "grid");
   EXPECT_NE(DefaultConfig(Prob(DType::kF32, 1, 524288, 4097), arch).family, "grid");
   EXPECT_NE(DefaultConfig(Prob(DType::kBF16, 1, 524288, 2048), arch).family, "grid");
+  // WithModes, what dispatch runs for a tuned winner and verify checks: a
+  // grid winner of `ties` 0 takes its `ties` 1 kernel in deterministic mode,
+  // and stays as it is otherwise; another family's winner stays as it is.
+  {
+    const Config tuned = DefaultConfig(Prob(DType::kF32, 1, 524288, 2048), arch);
+    Problem d = Prob(DType::kF32, 1, 524288, 2048);
+    d.deterministic = true;
+    EXPECT_EQ(WithModes(tuned, d, arch), DefaultConfig(d, arch));
+    EXPECT_EQ(WithModes(tuned, d, arch).Id(), "grid_f32_b512_i2_g128_s256_c4096_t1");
+    EXPECT_EQ(WithModes(tuned, Prob(DType::kF32, 1, 524288, 2048), arch), tuned);
+    const Config filter = DefaultConfig(Prob(DType::kF32, 128, 131072, 2048), arch);
+    Problem fd = Prob(DType::kF32, 128, 131072, 2048);
+    fd.deterministic = true;
+    EXPECT_EQ(WithModes(filter, fd, arch), filter);
+  }
 
   const Problem p = Prob(DType::kF32, 1, 524288, 2048);
   const LaunchPlan plan = PlanLaunch(g, p, arch);

@@ -24,8 +24,6 @@ using nlohmann::json;
 
 namespace {
 
-const char* const kDbHelp = "Tuning cache file (default: $TOPK_TUNE_DB, else ~/.cache/topk-tune/tuning.db)";
-
 StatusOr<std::unique_ptr<cache::Cache>> OpenForReading(const std::string& db, int* code) {
   auto c = cache::Cache::OpenReadOnly(db);
   if (!c.ok()) *code = CacheOpenFailure(c.status(), db, true);

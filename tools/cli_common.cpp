@@ -29,6 +29,10 @@ const char* const kExitCodeHelp =
     "Cache: --db PATH, else $TOPK_TUNE_DB, else $XDG_CACHE_HOME/topk-tune/tuning.db,\n"
     "       else ~/.cache/topk-tune/tuning.db.";
 
+const char* const kDbHelp =
+    "Tuning cache file (default: $TOPK_TUNE_DB, else $XDG_CACHE_HOME/topk-tune/tuning.db, else "
+    "~/.cache/topk-tune/tuning.db)";
+
 const char* const kShapeHelp =
     "[DTYPE:]BATCHxN:K[:FLAG...], DTYPE f32|f16|bf16 (default f32; any case), FLAGs: ranges, values, "
     "sorted, smallest, stride=S. Example: f32:64x32768:2048:ranges";

@@ -95,6 +95,10 @@ StatusOr<std::pair<int, int>> ParseShard(const std::string& spec);
 // "0,1,3": distinct non-negative ordinals.
 StatusOr<std::vector<int>> ParseDeviceList(const std::string& spec);
 
+// The --db option's help: the file and where it is by default
+// (ResolveCachePath's order).
+extern const char* const kDbHelp;
+
 // Adds the --db option of a command: an explicit empty value is a usage
 // error (without --db the default applies; see ResolveCachePath).
 CLI::Option* AddDbOption(CLI::App* app, std::string* db, const std::string& help);

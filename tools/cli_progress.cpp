@@ -190,7 +190,8 @@ void Progress::Note(const std::string& line) {
   std::lock_guard<std::mutex> l(mu_);
   if (mode_ == Mode::kQuiet) return;
   if (mode_ == Mode::kJson) {
-    std::cerr << line << "\n";
+    // One JSON object a line, as every other event on stderr.
+    std::cerr << nlohmann::json({{"event", "note"}, {"message", line}}).dump() << "\n";
     return;
   }
   ClearLine();

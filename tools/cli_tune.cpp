@@ -486,7 +486,7 @@ Command AddTune(CLI::App& root) {
   dev->excludes(devs);
   app->add_option("--shard", o->shard,
                   "Tune only shapes whose index % N == i (i/N, 0 <= i < N); `merge` combines the shard caches");
-  AddDbOption(app, &o->db, "Tuning cache file (default: $TOPK_TUNE_DB, else ~/.cache/topk-tune/tuning.db)");
+  AddDbOption(app, &o->db, kDbHelp);
   app->add_option("--timeout", o->timeout, "Seconds before the worker watchdog kills a candidate")
       ->check(FinitePositive(1e7))
       ->capture_default_str();

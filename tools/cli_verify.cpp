@@ -49,15 +49,16 @@ Command AddVerify(CLI::App& root) {
   };
   auto o = std::make_shared<Opts>();
   CLI::App* app = root.add_subcommand("verify", "Re-check (and re-time) the stored winners on this GPU");
-  AddDbOption(app, &o->db, "Tuning cache file (default: $TOPK_TUNE_DB, else ~/.cache/topk-tune/tuning.db)");
+  AddDbOption(app, &o->db, kDbHelp);
   app->add_option("--device", o->device, "GPU ordinal")->check(IntegerIn(0, 1024))->capture_default_str();
   app->add_option("--timeout", o->timeout, "Seconds before the worker watchdog kills a candidate")
       ->check(FinitePositive(1e7))
       ->capture_default_str();
   app->add_flag("--no-time", o->no_time, "Check results only, do not re-time");
   app->add_flag("--deterministic", o->deterministic,
-                "Also run each winner in deterministic mode (its tie pass after it): the ties at the k-th value "
-                "must be the lowest indices; the cost is timed beside the plain run");
+                "Also run each winner in deterministic mode as the library does (in its kernel, a grid winner's "
+                "ties-1 kernel, or with the tie pass after it): the ties at the k-th value must be the lowest "
+                "indices; the cost is timed beside the plain run");
   app->footer(
       "Example: topk-tune verify --db tuning.db\n"
       "Checks every winner stored for this GPU's fingerprint against the exact reference and compares its time "
@@ -124,10 +125,13 @@ Command AddVerify(CLI::App& root) {
     json list = json::array();
     int failed = 0;
     // Checks (and times) the winner on `problem`: "ok" or why not, and the median.
+    // In deterministic mode the config dispatch runs for the winner (e.g. the
+    // grid family's kernel that takes the ties itself, gen::WithModes).
+    const gen::Arch arch = info->ToArch();
     auto evaluate = [&](const cache::Winner& w, const Problem& problem, double* now) -> std::string {
       tuner::EvalRequest r;
-      r.config = w.config;
-      r.variant_id = w.variant_id;
+      r.config = problem.deterministic ? gen::WithModes(w.config, problem, arch) : w.config;
+      r.variant_id = r.config == w.config ? w.variant_id : r.config.Id();
       r.problem = problem;
       r.verify = true;
       r.time = !o->no_time;
@@ -138,7 +142,7 @@ Command AddVerify(CLI::App& root) {
             r.dist = m.input_dist;
             r.measure.l2_mode = m.l2_mode;
           }
-      auto file = cubin(gen::GenerateSource(w.config));
+      auto file = cubin(gen::GenerateSource(r.config));
       if (!file.ok()) return "compile_error: " + file.status().message().substr(0, 80);
       r.cubin_path = file->first;
       r.lowered_name = file->second;
@@ -199,6 +203,9 @@ Command AddVerify(CLI::App& root) {
                    {"ok", ok},
                    {"result", result}};
       if (o->deterministic) {
+        Problem dp = w.problem;
+        dp.deterministic = true;
+        item["deterministic_variant"] = gen::WithModes(w.config, dp, arch).Id();
         item["deterministic_us"] = det_now;
         item["deterministic_cost_pct"] = cost;
       }

@@ -53,9 +53,10 @@ struct Problem {
   // Among elements equal to the k-th value, the lowest indices are taken:
   // one input gives one index set on every call, stream and GPU (with
   // `sorted`, one output). A tie pass after the selection kernel does it
-  // (templates/topk/ties.cuh), or the kernel itself (the resident family),
-  // so tuning and the tuned dispatch ignore the flag; the built-in default of
-  // long fp32 rows does not (not the grid family's: docs/API.md).
+  // (templates/topk/ties.cuh), or the kernel itself (the resident family,
+  // and the grid family's `ties` 1 kernel, which the grid default and a
+  // tuned grid winner switch to in this mode: docs/API.md); tuning ignores
+  // the flag.
   bool deterministic = false;
 
   int64_t stride() const { return row_stride == 0 ? n : row_stride; }

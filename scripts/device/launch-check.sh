@@ -25,11 +25,14 @@
 #            one-row DSA shapes)
 #   bench    topk-bench (the C++ runtime, no torch) on the one-row DSA shapes,
 #            its defaults beside the CUB baseline
+#   cli      tune --json on a grid and a resident shape (every stderr line
+#            must be a JSON object), then verify --deterministic --json on
+#            that cache: the config each winner runs in deterministic mode
 #   presets  tune PRESETS (default the dsa, sampling and moe presets) into a fresh cache
 #            (BUDGET seconds a shape, default 3) and write the report: which
 #            family won where
 # Logs under $OUT; the summary is printed.
-#   scripts/device/launch-check.sh [pdl] [probe] [compare] [adversarial] [kernels] [suite] [defaults] [ab] [det-cost] [sanitize] [profile] [bench] [presets]
+#   scripts/device/launch-check.sh [pdl] [probe] [compare] [adversarial] [kernels] [suite] [defaults] [ab] [det-cost] [sanitize] [profile] [bench] [cli] [presets]
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 : >"$SUMMARY"
@@ -111,6 +114,27 @@ for stage in "${stages[@]}"; do
     bench)
       TAIL=12 run bench 300 "$B/bin/topk-bench" --preset dsa \
         --benchmark_filter='dsa/f32/1x(131072|524288)/k2048/(default|cub)' ;;
+    cli)
+      rm -f /tmp/cli.db*
+      timeout 300 "$B/bin/topk-tune" --json tune --db /tmp/cli.db --budget 2 --shape f32:1x131072:2048:ranges \
+        --shape f32:64x4096:128:ranges >"$OUT/cli-tune.json" 2>"$OUT/cli-tune.err"
+      log "--- cli: tune --json rc=$?: $(python3 -c 'import json, sys
+def obj(line):
+    try:
+        return json.loads(line) if isinstance(json.loads(line), dict) else None
+    except ValueError:
+        return None
+lines = [l for l in open(sys.argv[1]) if l.strip()]
+bad = [l.strip()[:100] for l in lines if obj(l) is None]
+print(len(lines), "stderr lines,", len(bad), "not JSON objects; events:",
+      sorted({obj(l).get("event") for l in lines if obj(l) is not None}), *bad[:3])' "$OUT/cli-tune.err" 2>&1)"
+      timeout 300 "$B/bin/topk-tune" --json verify --db /tmp/cli.db --deterministic >"$OUT/cli-verify.json" \
+        2>"$OUT/cli-verify.err"
+      log "--- cli: verify --deterministic rc=$?: $(python3 -c 'import json, sys
+j = json.load(open(sys.argv[1]))
+for w in j.get("winners", []):
+    print(w["winner"], "->", w.get("deterministic_variant"), w["result"], w.get("now_us"), w.get("deterministic_us"))
+' "$OUT/cli-verify.json" 2>&1)" ;;
     presets)
       rm -f /tmp/presets.db*
       for preset in ${PRESETS:-dsa sampling moe}; do

@@ -13,8 +13,10 @@ namespace topk::testing {
 // `why` says what is missing.
 bool HaveGpu(std::string* why);
 
-// A fresh path under the test temp dir ($TOPK_TEST_TMP or /tmp), unique per
-// process and call; the file does not exist yet.
+// A fresh path in this process's folder under the test temp dir
+// ($TOPK_TEST_TMP, else /tmp/topk-tests), unique per call; the file does not
+// exist yet. The folder is removed when the process ends with every test
+// passed, and kept when one failed.
 std::string TempPath(const std::string& name);
 
 // Directory of the built executables ($TOPK_BIN_DIR), for tests that run the
