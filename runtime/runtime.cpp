@@ -72,7 +72,10 @@ class PlanImpl final : public Plan {
     CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
     TOPK_CU(cuStreamIsCapturing, s, &capture);
     if (capture != CU_STREAM_CAPTURE_STATUS_NONE) return launch();
-    if (own_used_ && s != own_last_stream_) TOPK_CU(cuStreamWaitEvent, s, own_done_, 0);
+    // CU_STREAM_PER_THREAD is one value for another stream in each thread:
+    // always waited on.
+    if (own_used_ && (s != own_last_stream_ || s == CU_STREAM_PER_THREAD))
+      TOPK_CU(cuStreamWaitEvent, s, own_done_, 0);
     TOPK_RETURN_IF_ERROR(launch());
     TOPK_CU(cuEventRecord, own_done_, s);
     own_used_ = true;

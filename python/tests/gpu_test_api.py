@@ -273,6 +273,51 @@ class ApiTest(unittest.TestCase):
         s.synchronize()
         self.assertTrue(same_values(x, outs, 500))
 
+    def test_explicit_stream_runs_every_step_on_it(self):
+        # stream=s: the input's copy (dim=0 moves it), the ranges from
+        # lengths, the outputs and the int64 conversion run on s with the
+        # launch. The current stream is held busy meanwhile: work left on it
+        # would run after the kernel on s had read or written garbage.
+        s = torch.cuda.Stream()
+        x = torch.randn(20000, 32, device="cuda")
+        lengths = torch.full((32,), 15000, dtype=torch.int32, device="cuda")
+        ref_idx = torch.topk(x[:15000], 300, dim=0).indices
+        s.wait_stream(torch.cuda.current_stream())
+        for _ in range(3):
+            torch.cuda._sleep(20_000_000)  # about 10 ms of the current stream
+            vals, idx = topk_tune.topk(x, 300, dim=0, lengths=lengths, index_dtype=torch.int64, stream=s)
+            s.synchronize()
+            self.assertEqual(idx.dtype, torch.int64)
+            self.assertEqual(tuple(idx.shape), (300, 32))
+            self.assertTrue(torch.equal(idx.sort(dim=0).values.cpu(), ref_idx.sort(dim=0).values.cpu()))
+            torch.cuda.synchronize()
+        plan = self.lib.plan("f32", 32, 20000, 300, ranges=True)
+        xt = x.t().contiguous()
+        torch.cuda.synchronize()
+        torch.cuda._sleep(20_000_000)
+        out = plan(xt, lengths=lengths, stream=s)
+        s.synchronize()
+        self.assertTrue(torch.equal(out.sort(dim=1).values.cpu(), ref_idx.t().sort(dim=1).values.int().cpu()))
+        torch.cuda.synchronize()
+
+    def test_a_plan_collected_while_the_library_plans(self):
+        # A dead plan in a reference cycle, finalised by the collector while
+        # Library.plan holds its lock on the same thread: no deadlock.
+        import gc  # noqa: PLC0415
+
+        lib = topk_tune.Library(cache_path="")
+        old = gc.get_threshold()
+        try:
+            gc.set_threshold(1)  # a collection at nearly every allocation
+            for i in range(20):
+                p = lib.plan("f32", 2, 100, 3 + i % 4)
+                p.me = p  # a cycle: only the collector frees it
+                del p
+            self.assertEqual(lib.plan("f32", 2, 100, 3).k, 3)
+        finally:
+            gc.set_threshold(*old)
+            lib.close()
+
     def test_workspace_per_stream(self):
         # The call path of plans with a workspace, on a plan given one here
         # (the kernel ignores it): a zeroed workspace from torch per stream,

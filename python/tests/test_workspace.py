@@ -145,6 +145,27 @@ class WorkspaceCacheTest(unittest.TestCase):
         self.assertEqual(len(alloc.calls), 1)
         self.assertEqual(len(set(got)), 1)
 
+    def test_the_per_thread_default_stream_gets_one_workspace_a_thread(self):
+        # Handle 2 (CU_STREAM_PER_THREAD) is another stream in each thread:
+        # two threads must not share its workspace; one thread reuses its own.
+        alloc = CountingAllocator()
+        ws = _library._Workspaces(256, 0, alloc, NOT_CAPTURING)
+        mine = ws.pointer(2)
+        self.assertEqual(ws.pointer(2), mine)
+        got = []
+        t = threading.Thread(target=lambda: got.extend([ws.pointer(2), ws.pointer(2)]))
+        t.start()
+        t.join()
+        self.assertEqual(got[0], got[1])
+        self.assertNotEqual(got[0], mine, "two threads share the per-thread default stream's workspace")
+        self.assertEqual(alloc.calls, [(256, 0, 2), (256, 0, 2)])
+        # Other handles stay one workspace for every thread.
+        other = ws.pointer(0x42)
+        t = threading.Thread(target=lambda: got.append(ws.pointer(0x42)))
+        t.start()
+        t.join()
+        self.assertEqual(got[-1], other)
+
 
 class FakeTorch:
     """The parts of torch that _zeroed_workspace uses, recording on which

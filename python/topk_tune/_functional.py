@@ -6,7 +6,7 @@ import threading
 from . import _arrays
 from ._arrays import TopkResult, describe
 from ._capi import INT32_MAX, _invalid, _type_error, as_flag, as_int
-from ._library import Library, _stream_handle
+from ._library import Library, _on_stream, _stream_handle
 
 _MAX_PLANS = 256
 _lock = threading.Lock()
@@ -126,8 +126,17 @@ def topk(x, k, dim=-1, largest=True, sorted=False, ranges=None, values=True, lib
         if not values and out[0] is not None:
             raise _invalid("out[0] (values) must be None when values=False")
     if _arrays._is_torch_tensor(x):
-        return _topk_torch(x, k, dim, largest, sorted, ranges, lengths, row_starts, values, library, index_dtype,
-                           stream, out, deterministic)
+        if stream is None or not x.is_cuda:
+            return _topk_torch(x, k, dim, largest, sorted, ranges, lengths, row_starts, values, library,
+                               index_dtype, stream, out, deterministic)
+        # An explicit stream: every torch operation of the call (the input's
+        # copy, the ranges, the outputs, the index conversion) runs on it
+        # with the launch, so they are ordered with the kernel and the
+        # caching allocator ties their memory to that stream.
+        s = _stream_handle(stream, None, x.device.index)
+        return _on_stream(_arrays.torch_module(), s, x.device.index,
+                          lambda: _topk_torch(x, k, dim, largest, sorted, ranges, lengths, row_starts, values,
+                                              library, index_dtype, s, out, deterministic))
     info = describe(x)
     if dim not in (-1, len(info.shape) - 1):
         raise _invalid("for __cuda_array_interface__ inputs only the last dimension (dim=-1) is supported")

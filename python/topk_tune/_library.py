@@ -133,6 +133,7 @@ def _torch_capturing(stream, device):
 
 
 _MISSING = object()
+_PER_THREAD_STREAM = 2  # CU_STREAM_PER_THREAD
 
 
 class _Workspaces:
@@ -161,12 +162,15 @@ class _Workspaces:
         the plan's own."""
         if self._capturing(stream, self.device):
             return 0
-        ws = self._by_stream.get(stream, _MISSING)  # a dict read is atomic; the lock guards the insertion
+        # Handle 2 (the per-thread default stream) names another stream in
+        # each thread.
+        key = (stream, threading.get_ident()) if stream == _PER_THREAD_STREAM else stream
+        ws = self._by_stream.get(key, _MISSING)  # a dict read is atomic; the lock guards the insertion
         if ws is _MISSING:
             with self._lock:
-                ws = self._by_stream.get(stream, _MISSING)
+                ws = self._by_stream.get(key, _MISSING)
                 if ws is _MISSING:
-                    ws = self._by_stream[stream] = self._allocate(self.nbytes, self.device, stream)
+                    ws = self._by_stream[key] = self._allocate(self.nbytes, self.device, stream)
         return ws.data_ptr() if ws is not None else 0
 
     def __len__(self):
@@ -244,10 +248,21 @@ class Plan:
         two must be torch tensors and are turned into ranges on the GPU."""
         info = describe(x)
         b = self._check_input(info, batch)
-        ranges = _arrays.resolve_ranges(ranges, lengths, row_starts, info.device, b)
-        outputs = self.allocate_outputs(batch=b, device=info.device)
-        self._launch(info, ranges, outputs, b, stream)
-        return outputs
+
+        def run(s):
+            rg = _arrays.resolve_ranges(ranges, lengths, row_starts, info.device, b)
+            outputs = self.allocate_outputs(batch=b, device=info.device)
+            self._launch(info, rg, outputs, b, s)
+            return outputs
+
+        if stream is None:
+            return run(None)
+        # An explicit stream: the ranges made from lengths and the outputs
+        # are made on it too, so that the launch is ordered after them and
+        # the caching allocator ties them to that stream.
+        s = _stream_handle(stream, info, self.library.device)
+        device = info.device if info.device is not None else self.library.device
+        return _on_stream(_arrays.torch_module(), s, device, lambda: run(s))
 
     def run_into(self, x, outputs, ranges=None, batch=None, stream=None):
         """Runs on `x` into preallocated outputs (from allocate_outputs, or
@@ -336,7 +351,9 @@ class Plan:
         return o.ptr
 
     def _launch(self, info, ranges, outputs, batch, stream):
-        device = info.device
+        # A __cuda_array_interface__ input names no device: the outputs and
+        # ranges must then be on the library's.
+        device = info.device if info.device is not None else self.library.device
         if self.values:
             if not isinstance(outputs, (tuple, list)) or len(outputs) != 2:
                 raise _type_error("the plan writes values: outputs must be a pair (values, indices)")
@@ -366,7 +383,8 @@ class Plan:
         API still checks the handle and the pointers). A plan with a
         workspace goes through topk_plan_run_workspace with the workspace of
         `stream` (none for a call that launches nothing: batch or k of 0)."""
-        h = self._handle.value if self._handle is not None else None
+        h = self._handle  # read once: another thread may close the plan meanwhile
+        h = h.value if h is not None else None
         err = ctypes.c_void_p()
         if self._workspaces is None or batch == 0 or self.k == 0:
             code = self._run(h, x_ptr or None, rg_ptr or None, idx_ptr or None, val_ptr or None, batch,
@@ -439,11 +457,14 @@ class Library:
         # objects.
         self._plan_handles = {}
         self._plans = weakref.WeakSet()
-        self._lock = threading.Lock()
+        # Reentrant: the garbage collector may finalise a dead Plan (its
+        # __del__ destroys the handle under this lock) in the middle of any
+        # allocation made while the lock is held, on the same thread.
+        self._lock = threading.RLock()
         o = Options()
         dll.topk_options_init(ctypes.byref(o))
         o.device = self.device
-        o.cache_path = self.cache_path.encode() if self.cache_path else None
+        o.cache_path = os.fsencode(self.cache_path) if self.cache_path else None
         o.allow_same_arch = 1 if allow_same_arch else 0
         o.write_back = 1 if write_back else 0
         o.programmatic_launch = 1 if programmatic_launch else 0
@@ -513,9 +534,9 @@ class Library:
             for plan in list(self._plans):
                 plan._handle = None
             dll = capi()
-            for ph in self._plan_handles.values():
+            while self._plan_handles:  # popped one at a time: a finaliser may run _destroy_plan meanwhile
+                _, ph = self._plan_handles.popitem()
                 dll.topk_plan_destroy(ph)
-            self._plan_handles.clear()
             h, self._handle = self._handle, None
             if h is not None and h.value:
                 dll.topk_library_close(h)
