@@ -300,23 +300,32 @@ class ApiTest(unittest.TestCase):
         self.assertTrue(torch.equal(out.sort(dim=1).values.cpu(), ref_idx.t().sort(dim=1).values.int().cpu()))
         torch.cuda.synchronize()
 
-    def test_a_plan_collected_while_the_library_plans(self):
-        # A dead plan in a reference cycle, finalised by the collector while
-        # Library.plan holds its lock on the same thread: no deadlock.
+    def test_a_plan_collected_while_the_library_holds_its_lock(self):
+        # A dead plan in a reference cycle, finalised by a collection that
+        # runs while the library holds its lock on the same thread (as one
+        # triggered by an allocation inside Library.plan): no deadlock. Run
+        # in a thread, so that a deadlock fails the test instead of hanging it.
         import gc  # noqa: PLC0415
 
         lib = topk_tune.Library(cache_path="")
-        old = gc.get_threshold()
-        try:
-            gc.set_threshold(1)  # a collection at nearly every allocation
-            for i in range(20):
-                p = lib.plan("f32", 2, 100, 3 + i % 4)
-                p.me = p  # a cycle: only the collector frees it
-                del p
-            self.assertEqual(lib.plan("f32", 2, 100, 3).k, 3)
-        finally:
-            gc.set_threshold(*old)
+        done = []
+
+        def body():
+            p = lib.plan("f32", 2, 100, 3)
+            p.me = p  # a cycle: only the collector frees it
+            del p
+            with lib._lock:
+                gc.collect()
+            done.append(lib.plan("f32", 2, 100, 4).k)
+
+        t = threading.Thread(target=body, daemon=True)
+        t.start()
+        t.join(30)
+        deadlocked = t.is_alive()
+        if not deadlocked:
             lib.close()
+        self.assertFalse(deadlocked, "deadlock: a plan's finaliser waited for the lock its own thread held")
+        self.assertEqual(done, [4])
 
     def test_workspace_per_stream(self):
         # The call path of plans with a workspace, on a plan given one here
