@@ -158,6 +158,12 @@ Status SqliteCache::ApplyRow(const json& j) {
       v.config = ValueOrThrow(gen::Config::FromJson(At(j, "config")));
       v.kernel_key = Str(j, "kernel_key");
       v.source_hash = Str(j, "source_hash");
+      // The config is what dispatch and the tuner run under this id: an id
+      // that names another config is refused. (Ids that do not parse, the
+      // tuner's injected test faults, keep the config they were stored with.)
+      if (auto named = gen::Config::FromId(v.id); named.ok() && !(*named == v.config))
+        throw FieldError("variant '" + v.id.substr(0, 80) + "' has the config of '" + v.config.Id().substr(0, 80) +
+                         "'");
       return WriteVariant(v, WriteMode::kMerge);
     }
     if (table == "binaries") {
@@ -191,6 +197,17 @@ Status SqliteCache::ApplyRow(const json& j) {
       m.device_fingerprint = Str(j, "device");
       if (m.device_fingerprint.empty()) throw FieldError("empty device fingerprint");
       m.variant_id = Str(j, "variant_id");
+      // Every later read of the row needs its config: from the id, or from
+      // a variants row (exports write those first).
+      if (!gen::Config::FromId(m.variant_id).ok()) {
+        auto s = Stmt::Prepare(db(), "SELECT 1 FROM variants WHERE id = ?");
+        if (!s.ok()) return s.status();
+        auto row = s->Bind(m.variant_id).Step();
+        if (!row.ok()) return row.status();
+        if (!*row)
+          throw FieldError("measurement of variant '" + m.variant_id.substr(0, 80) +
+                           "', which is neither a variant id nor in a variants row");
+      }
       m.problem = ProblemFromJson(j);
       m.input_dist = Str(j, "input_dist");
       m.l2_mode = Str(j, "l2_mode");

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <regex>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -1207,7 +1208,7 @@ TEST(CacheTest, ImportRejectsMalformedLineAndLeavesCacheUnchanged) {
   ASSERT_TRUE(dst->ExportJsonl(before, true).ok());
 
   // Each broken file has valid rows before the bad line: they must not stay.
-  const std::vector<std::pair<std::string, std::string>> broken = {
+  std::vector<std::pair<std::string, std::string>> broken = {
       {"{not json", "not valid JSON"},
       {R"({"table":"measurements","device":"gpu-z"})", "missing field"},
       {R"({"table":"nonsense"})", "unknown table 'nonsense'"},
@@ -1215,6 +1216,18 @@ TEST(CacheTest, ImportRejectsMalformedLineAndLeavesCacheUnchanged) {
       {R"([1,2,3])", "expected a JSON object"},
       {R"({"table":"meta","schema_version":99})", "newer"},
   };
+  // Rows a later read could not serve: a measurement of a variant that is
+  // neither an id nor a variants row (every export and report would fail on
+  // it), and a variants row whose config is another id's.
+  auto with_field = [&](const std::string& table, const std::string& field, const std::string& value) {
+    for (const std::string& l : lines)
+      if (l.find("\"table\":\"" + table + "\"") != std::string::npos)
+        return std::regex_replace(l, std::regex("\"" + field + "\":\"[^\"]*\""), "\"" + field + "\":\"" + value + "\"",
+                                  std::regex_constants::format_first_only);
+    return std::string("no " + table + " row");
+  };
+  broken.push_back({with_field("measurements", "variant_id", "bogus_variant"), "neither a variant id nor"});
+  broken.push_back({with_field("variants", "id", MakeConfig(256, 4).Id()), "has the config of"});
   for (const auto& [bad, expected] : broken) {
     std::vector<std::string> with_bad = lines;
     with_bad.insert(with_bad.end() - 1, bad);  // the bad line is the second to last

@@ -425,10 +425,33 @@ TEST(WorkerTest, InterruptKillsStartedWorkersWhichStartWithNoSignalBlocked) {
   EXPECT_NE(hello->find("\"sigblk\":\"0000000000000000\""), std::string::npos) << *hello;
 
   EXPECT_EQ(KillAllWorkers(), 1);
-  // The next request finds the worker dead and forgets it.
-  EXPECT_FALSE(w.Hello().ok());
+  // The next request finds the worker dead and forgets it: stopped, not a
+  // crash of what it ran.
+  const auto again = w.Hello();
+  EXPECT_FALSE(again.ok());
+  EXPECT_NE(again.status().message().find("interrupted: "), std::string::npos) << again.status().ToString();
   EXPECT_EQ(w.restarts(), 1);
   EXPECT_EQ(KillAllWorkers(), 0);
+}
+
+// A worker that dies of SIGINT (a terminal's Ctrl-C reaches the workers) was
+// interrupted: the request fails with a status and no crash outcome, so
+// that the tuner records nothing for the variant. One that dies of SIGSEGV
+// crashed (Hello turns that outcome into its own kUnavailable).
+TEST(WorkerTest, AWorkerStoppedByAnInterruptIsNotACrash) {
+  for (const char* sig : {"INT", "TERM", "SEGV"}) {
+    const std::string path = testing::TempPath(std::string("sig-worker-") + sig + ".sh");
+    std::ofstream(path) << "#!/bin/sh\nread line\nkill -" << sig << " $$\nsleep 5\n";
+    std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+    WorkerClient w(path, 0, 10);
+    const auto r = w.Hello();  // a crash outcome there reads "did not start: <how it died>"
+    ASSERT_FALSE(r.ok()) << sig;
+    EXPECT_EQ(r.status().code(), Code::kUnavailable) << r.status().ToString();
+    const bool crash = r.status().message().find("did not start: worker killed by signal") != std::string::npos;
+    const bool stopped = r.status().message().find("interrupted: worker killed by signal") != std::string::npos;
+    EXPECT_EQ(crash, std::string(sig) == "SEGV") << r.status().ToString();
+    EXPECT_EQ(stopped, std::string(sig) != "SEGV") << r.status().ToString();
+  }
 }
 
 TEST(SearchTest, ExhaustiveProposesEveryIndexOnceDefaultFirst) {

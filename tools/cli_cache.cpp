@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <iterator>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
@@ -23,6 +24,14 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
+
+// Closes `c` and removes the cache file `db` (and SQLite's side files) that
+// this command created, after a failure wrote nothing into it.
+void RemoveNewCache(std::unique_ptr<cache::Cache>* c, const std::string& db) {
+  c->reset();
+  std::error_code ec;
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) fs::remove(db + suffix, ec);
+}
 
 StatusOr<std::unique_ptr<cache::Cache>> OpenForReading(const std::string& db, int* code) {
   auto c = cache::Cache::OpenReadOnly(db);
@@ -356,7 +365,10 @@ Command AddImport(CLI::App& root) {
       ::close(fd);
       stdin_copy.path = in = tmpl;
       std::ofstream copy(in, std::ios::binary);
-      copy << std::cin.rdbuf();
+      // Not `copy << std::cin.rdbuf()`: it sets failbit when stdin is empty,
+      // which imports as an empty file does.
+      std::copy(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>(),
+                std::ostreambuf_iterator<char>(copy));
       copy.close();
       if (!copy || std::cin.bad()) return Fail(kExitError, "cannot copy stdin to '" + in + "'");
     }
@@ -384,10 +396,7 @@ Command AddImport(CLI::App& root) {
     if (!c.ok()) return CacheOpenFailure(c.status(), db, false);
     const Counts before = CountRows(**c);
     if (Status s = (*c)->ImportJsonl(in); !s.ok()) {
-      if (!existed) {  // leave nothing behind for a failed import into a new file
-        c->reset();
-        for (const char* suffix : {"", "-wal", "-shm", "-journal"}) fs::remove(db + suffix, ec);
-      }
+      if (!existed) RemoveNewCache(&*c, db);  // leave nothing behind for a failed import into a new file
       if (s.code() == Code::kInvalidArgument || s.code() == Code::kNotFound)
         return Fail(kExitUsage, "cannot import '" + in + "': " + s.message(),
                     "the cache is unchanged; fix the file or export it again");
@@ -433,14 +442,17 @@ Command AddMerge(CLI::App& root) {
     }
     if (Status w = CheckWritableFile(db); !w.ok())
       return Fail(kExitUsage, w.message(), "pass --db with a writable path");
+    const bool existed = fs::exists(db, ec);
     auto c = cache::Cache::Open(db);
     if (!c.ok()) return CacheOpenFailure(c.status(), db, false);
     const Counts before = CountRows(**c);
     for (size_t i = 0; i < o->others.size(); ++i) {
       const Counts b = CountRows(**c);
-      if (Status s = (*c)->Merge(o->others[i]); !s.ok())
+      if (Status s = (*c)->Merge(o->others[i]); !s.ok()) {
+        if (i == 0 && !existed) RemoveNewCache(&*c, db);  // nothing merged: no new empty cache either
         return Fail(kExitCache, "merging '" + o->others[i] + "' into '" + db + "' failed: " + s.ToString(),
                     i == 0 ? "nothing was merged" : "the files before it were merged; merging again is safe");
+      }
       if (!Global().json) std::cout << "merged " << o->others[i] << ": " << CountsLine(b, CountRows(**c)) << "\n";
     }
     if (Global().json)

@@ -342,6 +342,9 @@ int CacheOpenFailure(const Status& s, const std::string& path, bool read_only) {
       if (std::error_code ec; fs::is_regular_file(path, ec) && fs::file_size(path, ec) == 0 && !ec)
         return Fail(kExitCache, "'" + path + "' is an empty file, not a tuning cache",
                     "remove it (an import or tune then creates the cache), or pass --db with another path");
+      if (s.message().find("not a topk-tune cache") != std::string::npos)
+        return Fail(kExitCache, "cannot use '" + path + "': " + s.message(),
+                    "it belongs to another program: pass --db with another path");
       return Fail(kExitCache, "cannot use the cache '" + path + "': " + s.message(),
                   "it was written by a newer topk-tune: upgrade, or pass --db with another path");
     default:

@@ -348,7 +348,11 @@ int RunTune(const TuneOpts& o) {
       consecutive_errors = r.ok() ? 0 : consecutive_errors + 1;
       // The same infrastructure failure twice in a row (worker, cache):
       // leave the remaining shapes to the other GPUs.
-      if (consecutive_errors >= 2) return fail_device("two shapes in a row failed: " + r.status().ToString());
+      if (consecutive_errors >= 2) {
+        std::error_code ec;
+        fs::remove_all(mine_opts.workdir, ec);  // the tuner's cubins, as at the end below
+        return fail_device("two shapes in a row failed: " + r.status().ToString());
+      }
     }
     std::error_code ec;
     fs::remove_all(mine_opts.workdir, ec);

@@ -339,7 +339,13 @@ void UnregisterWorker(pid_t pid) {
 
 }  // namespace
 
+// Set by KillAllWorkers: a worker that dies of SIGKILL afterwards was
+// stopped, it did not crash.
+std::atomic<bool> g_killed_all{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "KillAllWorkers must be async-signal-safe");
+
 int KillAllWorkers() {
+  g_killed_all.store(true);
   int n = 0;
   for (auto& slot : g_workers) {
     const pid_t pid = slot.load();
@@ -469,6 +475,13 @@ StatusOr<std::string> WorkerClient::Exchange(const std::string& line, double tim
     close(from_child_);
     to_child_ = from_child_ = -1;
     ++restarts_;
+    // Stopped by an interrupt (a terminal's Ctrl-C reaches the workers
+    // directly; SIGTERM and the watcher's SIGKILL after KillAllWorkers): no
+    // outcome of the variant, so nothing is recorded as a crash that a
+    // resumed run would skip.
+    if (WIFSIGNALED(status) && (WTERMSIG(status) == SIGINT || WTERMSIG(status) == SIGTERM ||
+                                (WTERMSIG(status) == SIGKILL && g_killed_all.load())))
+      return Status(Code::kUnavailable, "worker", "interrupted: " + DescribeExit(status));
     *failure = cache::Outcome::kCrash;
     return DescribeExit(status);
   };

@@ -102,6 +102,9 @@ std::string DefaultWorkerPath();
 // interrupted tune: a SIGTERM sent to topk-tune alone would otherwise leave
 // its workers running on the GPU until their pipes close. Async-signal-safe
 // (lock-free slots and kill(2)), so a signal handler may call it too.
+// Afterwards a worker that dies of SIGKILL (as of SIGINT or SIGTERM at any
+// time) fails its request with kUnavailable instead of a crash outcome, so
+// that an interrupted tune records no crash for the variant it was timing.
 int KillAllWorkers();
 
 }  // namespace topk::tuner
