@@ -2,10 +2,24 @@
 
 #include <nvrtc.h>
 
+#include <charconv>
 #include <chrono>
 #include <regex>
+#include <system_error>
 
 namespace topk::jit {
+
+namespace {
+
+// A decimal number of the log as an int; false when it does not fit (the
+// log may come from a cache file or a kernel directory, not only ptxas).
+bool ToInt(const std::ssub_match& digits, int* out) {
+  const std::string s = digits.str();
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && end == s.data() + s.size();
+}
+
+}  // namespace
 
 ResourceUsage ParsePtxasLog(const std::string& log) {
   ResourceUsage u;
@@ -13,16 +27,15 @@ ResourceUsage ParsePtxasLog(const std::string& log) {
   static const std::regex used(R"(Used (\d+) registers)");
   static const std::regex frame(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
   static const std::regex smem(R"((\d+) bytes smem)");
+  // A number too large for an int leaves the usage unknown.
   if (std::regex_search(log, m, used)) {
+    if (!ToInt(m[1], &u.registers)) return ResourceUsage();
     u.known = true;
-    u.registers = std::stoi(m[1]);
   }
-  if (std::regex_search(log, m, frame)) {
-    u.stack_bytes = std::stoi(m[1]);
-    u.spill_stores = std::stoi(m[2]);
-    u.spill_loads = std::stoi(m[3]);
-  }
-  if (std::regex_search(log, m, smem)) u.static_smem = std::stoi(m[1]);
+  if (std::regex_search(log, m, frame) &&
+      !(ToInt(m[1], &u.stack_bytes) && ToInt(m[2], &u.spill_stores) && ToInt(m[3], &u.spill_loads)))
+    return ResourceUsage();
+  if (std::regex_search(log, m, smem) && !ToInt(m[1], &u.static_smem)) return ResourceUsage();
   return u;
 }
 

@@ -3,8 +3,10 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <new>
+#include <string>
 
 #include "topk/topk.hpp"
 
@@ -32,6 +34,22 @@ int Fail(const topk::Status& s, char** err) {
 int Fail(int code, const char* msg, char** err) {
   if (err) *err = Dup(std::string(topk::CodeName(static_cast<topk::Code>(code))) + ": " + msg);
   return code;
+}
+
+// `f()`, with no C++ exception reaching the C caller: the library returns
+// errors as values, and one that throws anyway (a bug, or host memory
+// running out) becomes TOPK_INTERNAL / TOPK_RESOURCE_EXHAUSTED.
+template <class F>
+int Guarded(const char* where, char** err, F&& f) noexcept {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    return Fail(TOPK_RESOURCE_EXHAUSTED, (std::string(where) + ": out of host memory").c_str(), err);
+  } catch (const std::exception& e) {
+    return Fail(TOPK_INTERNAL, (std::string(where) + ": unexpected exception: " + e.what()).c_str(), err);
+  } catch (...) {
+    return Fail(TOPK_INTERNAL, (std::string(where) + ": unexpected exception").c_str(), err);
+  }
 }
 
 int Run(const topk_plan& plan, const void* input, const int32_t* ranges, int32_t* indices, void* values, int64_t batch,
@@ -78,13 +96,15 @@ int topk_library_open(const topk_options* options, topk_library** out, char** er
   o.allow_same_arch = options->allow_same_arch != 0;
   o.write_back = options->write_back != 0;
   o.programmatic_launch = options->programmatic_launch != 0;
-  auto lib = topk::Library::Open(o);
-  if (!lib.ok()) return Fail(lib.status(), err);
-  auto* h = new (std::nothrow) topk_library;
-  if (!h) return Fail(TOPK_RESOURCE_EXHAUSTED, "out of host memory", err);
-  h->lib = std::move(*lib);
-  *out = h;
-  return TOPK_OK;
+  return Guarded("topk_library_open", err, [&] {
+    auto lib = topk::Library::Open(o);
+    if (!lib.ok()) return Fail(lib.status(), err);
+    auto* h = new (std::nothrow) topk_library;
+    if (!h) return Fail(TOPK_RESOURCE_EXHAUSTED, "out of host memory", err);
+    h->lib = std::move(*lib);
+    *out = h;
+    return static_cast<int>(TOPK_OK);
+  });
 }
 
 void topk_library_close(topk_library* lib) { delete lib; }
@@ -109,13 +129,15 @@ int topk_plan_create(topk_library* lib, const topk_problem* problem, topk_plan**
   p.values = problem->values != 0;
   p.sorted = problem->sorted != 0;
   p.deterministic = problem->deterministic != 0;
-  auto plan = lib->lib->MakePlan(p);
-  if (!plan.ok()) return Fail(plan.status(), err);
-  auto* h = new (std::nothrow) topk_plan;
-  if (!h) return Fail(TOPK_RESOURCE_EXHAUSTED, "out of host memory", err);
-  h->plan = std::move(*plan);
-  *out = h;
-  return TOPK_OK;
+  return Guarded("topk_plan_create", err, [&] {
+    auto plan = lib->lib->MakePlan(p);
+    if (!plan.ok()) return Fail(plan.status(), err);
+    auto* h = new (std::nothrow) topk_plan;
+    if (!h) return Fail(TOPK_RESOURCE_EXHAUSTED, "out of host memory", err);
+    h->plan = std::move(*plan);
+    *out = h;
+    return static_cast<int>(TOPK_OK);
+  });
 }
 
 void topk_plan_destroy(topk_plan* plan) { delete plan; }
@@ -123,13 +145,15 @@ void topk_plan_destroy(topk_plan* plan) { delete plan; }
 int topk_plan_run(const topk_plan* plan, const void* input, const int32_t* ranges, int32_t* indices, void* values,
                   int64_t batch, void* stream, char** err) {
   if (!plan) return Fail(TOPK_INVALID_ARGUMENT, "topk_plan_run: plan is NULL", err);
-  return Run(*plan, input, ranges, indices, values, batch, nullptr, stream, err);
+  return Guarded("topk_plan_run", err,
+                 [&] { return Run(*plan, input, ranges, indices, values, batch, nullptr, stream, err); });
 }
 
 int topk_plan_run_workspace(const topk_plan* plan, const void* input, const int32_t* ranges, int32_t* indices,
                             void* values, int64_t batch, void* workspace, void* stream, char** err) {
   if (!plan) return Fail(TOPK_INVALID_ARGUMENT, "topk_plan_run_workspace: plan is NULL", err);
-  return Run(*plan, input, ranges, indices, values, batch, workspace, stream, err);
+  return Guarded("topk_plan_run_workspace", err,
+                 [&] { return Run(*plan, input, ranges, indices, values, batch, workspace, stream, err); });
 }
 
 int topk_plan_dispatch(const topk_plan* plan) { return plan ? static_cast<int>(plan->plan->info().source) : -1; }

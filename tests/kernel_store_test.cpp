@@ -16,6 +16,7 @@
 #include "cache/cache.hpp"
 #include "cache/jit_adapter.hpp"
 #include "generator/family.hpp"
+#include "jit/compiler.hpp"
 #include "jit/device.hpp"
 #include "jit/kernel_store.hpp"
 #include "runtime/kernels.hpp"
@@ -52,6 +53,30 @@ std::vector<fs::path> Files(const std::string& dir) {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) out.push_back(e.path());
   return out;
+}
+
+// The log of a stored binary comes from a cache or a kernel directory, not
+// only from ptxas: a number too large for an int leaves the usage unknown
+// instead of throwing (which crossed the C API and aborted the process).
+TEST(KernelStoreTest, PtxasLogParsesAndRejectsNumbersTooLarge) {
+  const jit::ResourceUsage u = jit::ParsePtxasLog(
+      "ptxas info    : Used 64 registers, used 1 barriers, 2048 bytes smem\n"
+      "ptxas info    : 48 bytes stack frame, 44 bytes spill stores, 40 bytes spill loads\n");
+  EXPECT_TRUE(u.known);
+  EXPECT_EQ(u.registers, 64);
+  EXPECT_EQ(u.stack_bytes, 48);
+  EXPECT_EQ(u.spill_stores, 44);
+  EXPECT_EQ(u.spill_loads, 40);
+  EXPECT_EQ(u.static_smem, 2048);
+  for (const char* log : {"ptxas info    : Used 99999999999 registers",
+                          "Used 12 registers\n99999999999 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads",
+                          "Used 12 registers, 3000000000 bytes smem"}) {
+    jit::ResourceUsage bad;
+    ASSERT_NO_THROW(bad = jit::ParsePtxasLog(log)) << log;
+    EXPECT_FALSE(bad.known) << log;
+    EXPECT_EQ(bad.registers, 0) << log;
+  }
+  EXPECT_FALSE(jit::ParsePtxasLog("no ptxas lines").known);
 }
 
 TEST(KernelStoreTest, SerializedKernelRoundTripsAndEveryTruncationIsRejected) {
