@@ -3,12 +3,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <iterator>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>

@@ -337,12 +337,12 @@ void UnregisterWorker(pid_t pid) {
   }
 }
 
-}  // namespace
-
 // Set by KillAllWorkers: a worker that dies of SIGKILL afterwards was
 // stopped, it did not crash.
 std::atomic<bool> g_killed_all{false};
 static_assert(std::atomic<bool>::is_always_lock_free, "KillAllWorkers must be async-signal-safe");
+
+}  // namespace
 
 int KillAllWorkers() {
   g_killed_all.store(true);
