@@ -349,13 +349,12 @@ int RunTune(const TuneOpts& o) {
       // The same infrastructure failure twice in a row (worker, cache):
       // leave the remaining shapes to the other GPUs.
       if (consecutive_errors >= 2) {
-        std::error_code ec;
-        fs::remove_all(mine_opts.workdir, ec);  // the tuner's cubins, as at the end below
-        return fail_device("two shapes in a row failed: " + r.status().ToString());
+        fail_device("two shapes in a row failed: " + r.status().ToString());
+        break;
       }
     }
     std::error_code ec;
-    fs::remove_all(mine_opts.workdir, ec);
+    fs::remove_all(mine_opts.workdir, ec);  // the tuner's cubins, also after giving up
   };
   if (devices.size() == 1) {
     work(0);

@@ -124,14 +124,13 @@ Command AddVerify(CLI::App& root) {
     Table t(cols);
     json list = json::array();
     int failed = 0;
-    // Checks (and times) the winner on `problem`: "ok" or why not, and the median.
-    // In deterministic mode the config dispatch runs for the winner (e.g. the
-    // grid family's kernel that takes the ties itself, gen::WithModes).
-    const gen::Arch arch = info->ToArch();
-    auto evaluate = [&](const cache::Winner& w, const Problem& problem, double* now) -> std::string {
+    // Checks (and times) winner `w`, run as `config`, on `problem`: "ok" or
+    // why not, and the median.
+    auto evaluate = [&](const cache::Winner& w, const gen::Config& config, const Problem& problem,
+                        double* now) -> std::string {
       tuner::EvalRequest r;
-      r.config = problem.deterministic ? gen::WithModes(w.config, problem, arch) : w.config;
-      r.variant_id = r.config == w.config ? w.variant_id : r.config.Id();
+      r.config = config;
+      r.variant_id = config == w.config ? w.variant_id : config.Id();
       r.problem = problem;
       r.verify = true;
       r.time = !o->no_time;
@@ -170,14 +169,18 @@ Command AddVerify(CLI::App& root) {
       std::snprintf(buf, sizeof buf, "%+.1f%%", v);
       return std::string(buf);
     };
+    const gen::Arch arch = info->ToArch();
     for (const auto& w : *winners) {
       double now = 0, det_now = 0;
-      std::string result = evaluate(w, w.problem, &now);
+      std::string result = evaluate(w, w.config, w.problem, &now);
       bool ok = result == "ok";
+      // In deterministic mode the config dispatch runs for the winner (e.g.
+      // the grid family's kernel that takes the ties itself, gen::WithModes).
+      Problem dp = w.problem;
+      dp.deterministic = true;
+      const gen::Config det_config = o->deterministic ? gen::WithModes(w.config, dp, arch) : w.config;
       if (ok && o->deterministic) {
-        Problem dp = w.problem;
-        dp.deterministic = true;
-        const std::string det = evaluate(w, dp, &det_now);
+        const std::string det = evaluate(w, det_config, dp, &det_now);
         if (det != "ok") {
           ok = false;
           result = "deterministic: " + det;
@@ -203,9 +206,7 @@ Command AddVerify(CLI::App& root) {
                    {"ok", ok},
                    {"result", result}};
       if (o->deterministic) {
-        Problem dp = w.problem;
-        dp.deterministic = true;
-        item["deterministic_variant"] = gen::WithModes(w.config, dp, arch).Id();
+        item["deterministic_variant"] = det_config.Id();
         item["deterministic_us"] = det_now;
         item["deterministic_cost_pct"] = cost;
       }

@@ -33,8 +33,12 @@ std::vector<gen::Config> CoveringKernels(const std::vector<gen::Config>& all, co
   for (const gen::Config& c : seeds) seed_keys.insert(c.KernelKey());
   std::vector<std::vector<std::string>> feats;
   feats.reserve(all.size());
-  for (const gen::Config& c : all) feats.push_back(Features(c, order));
-  const size_t need = KnobFeatures(all, order).size();
+  std::unordered_set<std::string> every;
+  for (const gen::Config& c : all) {
+    feats.push_back(Features(c, order));
+    every.insert(feats.back().begin(), feats.back().end());
+  }
+  const size_t need = every.size();
   std::vector<bool> taken(all.size(), false);
   std::unordered_set<std::string> covered;
   auto take = [&](size_t i) {
