@@ -18,6 +18,7 @@ Status Broken(const std::string& constraint, const std::string& what) {
 constexpr int kStaticWords = 2 * 256 + 128;
 constexpr int kRowWords = 8 + 2 * (256 + 2) + 256 * 4 + 256;  // counters, the 64-bit histogram, the recovery's, ties
 constexpr int kMaxCtas = 256;  // a row's tie counts in the workspace
+constexpr int kMaxThreadsPerSm = 2048;  // sm_80 and sm_90
 // A row's workspace words (grid::row_words): the candidates' room rounded
 // up to even, so that every row starts 16-byte aligned.
 constexpr int64_t RowWords(int candidates) { return kRowWords + 2 * static_cast<int64_t>((candidates + 1) & ~1); }
@@ -34,16 +35,27 @@ constexpr int64_t kDefaultSliceElements = 2048;
 constexpr int64_t kDefaultLongestRow = 1048576;
 constexpr int64_t kDefaultLeastK = 256;
 constexpr int64_t kDefaultMostK = 4096;
-constexpr int kDefaultLeastCtas = 16;  // fewer CTAs a row: unmeasured
+constexpr int kDefaultLeastCtas = 16;  // fewer CTAs a row, one an SM: two an SM instead
+// Two CTAs an SM (a batch whose rows do not get 16 CTAs each, one an SM):
+// at least 4 CTAs a row, each at most 4 vectors a thread (Validate: the
+// registers of two CTAs an SM). H200, k 2048, ranges, L2-hot, against the
+// filter default, us (docs/PERFORMANCE.md, "Two grid CTAs an SM"):
+//   16 x 131072 (16 CTAs, 4 vectors)  11.04 against 25.36
+//   16 x 65536  (16, 2)                9.11 against 17.60
+//   32 x 65536  (8, 4)                11.84 against 17.78
+//   32 x 32768  (8, 2)                 9.39 against 13.28
+//   64 x 32768  (4, 4)                12.20 against 13.34
+constexpr int kDefaultLeastCtasTwoAnSm = 4;
 
 const std::vector<ParamSpec>& Specs() {
   static const std::vector<ParamSpec> specs = {
       // 256 and 1024 threads ran 1.06-1.16x slower than 512 at both one-row
-      // DSA shapes on an H100 (docs/PERFORMANCE.md): not enumerated.
+      // DSA shapes on an H100, and 256 two or four an SM slower than 512 two
+      // an SM on batches (docs/PERFORMANCE.md): not enumerated.
       {"block_threads", "b", "threads per CTA", {512}, true},
       {"items", "i", "16-byte vectors of the slice a thread holds in registers", {1, 2, 4, 8}, true},
-      {"ctas", "g", "CTAs per row; every CTA of the launch resident at once (batch x ctas <= SMs)",
-       {8, 16, 32, 64, 128}, false},
+      {"ctas", "g", "CTAs per row; every CTA of the launch resident at once (batch x ctas <= SMs x per_sm)",
+       {2, 4, 8, 16, 32, 64, 128}, false},
       {"sample", "s", "16-byte vectors of the row sampled for the threshold", {256, 1024}, false},
       {"candidates", "c", "room per row for the k-th key's bin (8 bytes each in the workspace and shared memory)",
        {4096}, false},
@@ -54,9 +66,17 @@ const std::vector<ParamSpec>& Specs() {
        "1: deterministic mode in the kernel (canonical keys, the lowest-index ties; no tie pass after it), "
        "0: deterministic problems get the common tie pass",
        {0}, true, 0},
+      // 2 caps the registers at 65536 / (block x 2) a thread: for batches
+      // whose rows want more CTAs than the SMs give one each (4 is valid,
+      // not enumerated: slower than 2 wherever measured, docs/PERFORMANCE.md).
+      {"per_sm", "m",
+       "CTAs an SM the kernel is compiled to hold: more CTAs a row for a batch of rows (batch x ctas <= SMs x "
+       "per_sm)",
+       {1, 2}, true, 1},
   };
   return specs;
 }
+
 
 class Grid final : public Family {
  public:
@@ -87,11 +107,26 @@ class Grid final : public Family {
       return Broken("sample", "sample must be in [1, " + std::to_string(kMaxSample) + "] vectors, got " +
                                   std::to_string(c.sample));
     if (c.ties != 0 && c.ties != 1) return Broken("ties", "ties must be 0 or 1, got " + std::to_string(c.ties));
+    if (c.per_sm != 1 && c.per_sm != 2 && c.per_sm != 4)
+      return Broken("per_sm", "per_sm must be 1, 2 or 4, got " + std::to_string(c.per_sm));
+    if (c.items * c.per_sm > 8)
+      return Broken("per_sm", std::to_string(c.per_sm) + " CTAs an SM leave registers for " +
+                                  std::to_string(8 / c.per_sm) + " items a thread, got " + std::to_string(c.items));
+    if (c.per_sm * c.block_threads > kMaxThreadsPerSm)
+      return Broken("per_sm", std::to_string(c.per_sm) + " CTAs of " + std::to_string(c.block_threads) +
+                                  " threads are more than the " + std::to_string(kMaxThreadsPerSm) +
+                                  " threads an SM holds");
     if (c.candidates < 32 || c.candidates > 16384)
       return Broken("candidates", "candidates must be in [32, 16384], got " + std::to_string(c.candidates));
     if (c.smem_bytes() + arch.static_smem_reserve > arch.max_smem_optin)
       return Broken("candidates", std::to_string(c.candidates) + " candidates take " + std::to_string(c.smem_bytes()) +
                                       " B of shared memory, more than a CTA can have");
+    // An SM's shared memory: a CTA's most after opting in, plus the 1 KB
+    // the driver reserves per CTA (H100 227 + 1 KB, A100 163 + 1 KB).
+    if (static_cast<int64_t>(c.per_sm) * (c.smem_bytes() + arch.static_smem_reserve + 1024) >
+        arch.max_smem_optin + 1024)
+      return Broken("per_sm", std::to_string(c.per_sm) + " CTAs with " + std::to_string(c.candidates) +
+                                  " candidates each take more shared memory than an SM has");
     return Status::Ok();
   }
 
@@ -101,10 +136,10 @@ class Grid final : public Family {
       return Broken("items", std::to_string(c.ctas) + " CTAs x " + std::to_string(c.block_threads) + " threads x " +
                                  std::to_string(c.items) + " vectors hold rows up to " + std::to_string(c.capacity()) +
                                  " elements, n is " + std::to_string(p.n) + " (more items or CTAs)");
-    if (p.batch * c.ctas > arch.sm_count)
+    if (p.batch * c.ctas > static_cast<int64_t>(arch.sm_count) * c.per_sm)
       return Broken("ctas", "batch " + std::to_string(p.batch) + " x " + std::to_string(c.ctas) +
-                                " CTAs a row must be at most the " + std::to_string(arch.sm_count) +
-                                " SMs: the cooperative launch runs every CTA at once");
+                                " CTAs a row must be at most the " + std::to_string(arch.sm_count) + " SMs x " +
+                                std::to_string(c.per_sm) + " (per_sm): the cooperative launch runs every CTA at once");
     return Status::Ok();
   }
 
@@ -121,17 +156,21 @@ class Grid final : public Family {
   std::vector<Config> Enumerate(const Problem& p, const Arch& arch, const SpaceOptions& opts) const override {
     (void)opts;
     std::vector<Config> out;
-    for (int ctas : Specs()[2].values) {
-      if (p.n / ctas < kMinSliceElements) continue;  // ValidateFor below keeps batch x ctas within the SMs
-      for (int b : Specs()[0].values) {
-        const int items = FitItems(p.dtype, b, ctas, p.n);
+    for (int per_sm : Specs()[6].values)
+      for (int ctas : Specs()[2].values) {
+        if (p.n / ctas < kMinSliceElements) continue;  // ValidateFor below keeps batch x ctas within the SMs
+        // More CTAs an SM only where the rows' CTAs need them: fewer would
+        // hold the same CTAs with more registers.
+        if (per_sm > 1 && p.batch * ctas <= static_cast<int64_t>(arch.sm_count) * (per_sm / 2)) continue;
+        const int items = FitItems(p.dtype, Specs()[0].values[0], ctas, p.n);
         if (items == 0) continue;
         for (int sample : Specs()[3].values) {
-          Config c = GridParams{p.dtype, b, items, ctas, sample, 4096}.ToConfig();
+          GridParams g{p.dtype, Specs()[0].values[0], items, ctas, sample, 4096};
+          g.per_sm = per_sm;
+          Config c = g.ToConfig();
           if (Validate(c, arch).ok() && ValidateFor(c, arch, p).ok()) out.push_back(std::move(c));
         }
       }
-    }
     return out;
   }
 
@@ -140,10 +179,11 @@ class Grid final : public Family {
     // The deterministic-mode kernels too (`ties` 1, the default's for
     // deterministic problems).
     for (int ties : {0, 1})
-      for (int b : Specs()[0].values)
+      for (int per_sm : Specs()[6].values)
         for (int i : Specs()[1].values) {
-          GridParams g{dtype, b, i, 1};  // ctas a launch argument: 1 fits any GPU
+          GridParams g{dtype, Specs()[0].values[0], i, 1};  // ctas a launch argument: 1 fits any GPU
           g.ties = ties;
+          g.per_sm = per_sm;
           Config c = g.ToConfig();
           if (Validate(c, arch).ok()) out.push_back(std::move(c));
         }
@@ -182,13 +222,22 @@ class Grid final : public Family {
     if (p.dtype != DType::kF32 || p.n < kDefaultShortestRow || p.n > kDefaultLongestRow || p.k < kDefaultLeastK ||
         p.k > kDefaultMostK)
       return std::nullopt;
-    int ctas = arch.sm_count >= 128 ? 128 : 64;
-    while (ctas > kDefaultLeastCtas && ctas * kDefaultSliceElements > p.n) ctas /= 2;
+    int top = arch.sm_count >= 128 ? 128 : 64;
+    while (top > kDefaultLeastCtas && top * kDefaultSliceElements > p.n) top /= 2;
+    int ctas = top, per_sm = 1;
     while (ctas >= kDefaultLeastCtas && p.batch * ctas > arch.sm_count) ctas /= 2;
-    if (ctas < kDefaultLeastCtas) return std::nullopt;
+    if (ctas < kDefaultLeastCtas) {
+      // Too many rows for 16 CTAs each, one an SM: two an SM, as many CTAs
+      // a row as fit, at least 4, each slice at most 4 vectors a thread.
+      per_sm = 2, ctas = top;
+      while (ctas >= kDefaultLeastCtasTwoAnSm && p.batch * ctas > 2LL * arch.sm_count) ctas /= 2;
+      if (ctas < kDefaultLeastCtasTwoAnSm) return std::nullopt;
+    }
     const int items = FitItems(p.dtype, 512, ctas, p.n);
     if (items == 0) return std::nullopt;
-    const Config c = GridParams{p.dtype, 512, items, ctas, 256, 4096, p.deterministic ? 1 : 0}.ToConfig();
+    GridParams g{p.dtype, 512, items, ctas, 256, 4096, p.deterministic ? 1 : 0};
+    g.per_sm = per_sm;
+    const Config c = g.ToConfig();
     if (!Validate(c, arch).ok() || !ValidateFor(c, arch, p).ok()) return std::nullopt;
     return c;
   }
@@ -220,6 +269,7 @@ class Grid final : public Family {
     std::ostringstream s;
     s << "grid_" << DTypeName(c.dtype) << "_b" << c.block_threads << "_i" << c.items;
     if (c.ties) s << "_t1";
+    if (c.per_sm != 1) s << "_m" << c.per_sm;
     return s.str();
   }
 
@@ -227,7 +277,9 @@ class Grid final : public Family {
     const GridParams c = GridParams::Of(cfg);
     std::ostringstream pol;
     pol << "topk::grid::Policy<" << static_cast<int>(c.dtype) << ", " << c.block_threads << ", " << c.items << ", "
-        << (c.ties ? "true" : "false") << ">";
+        << (c.ties ? "true" : "false");
+    if (c.per_sm != 1) pol << ", " << c.per_sm;
+    pol << ">";
     KernelSource s;
     s.key = KernelKey(cfg);
     s.file_name = s.key + ".cu";
@@ -277,8 +329,10 @@ size_t GridParams::workspace_bytes(int64_t batch) const {
 }
 
 GridParams GridParams::Of(const Config& c) {
-  return GridParams{c.dtype,        c.Get("block_threads"), c.Get("items"),     c.Get("ctas"),
-                    c.Get("sample"), c.Get("candidates"),    c.Has("ties") ? c.Get("ties") : 0};
+  return GridParams{c.dtype,          c.Get("block_threads"),
+                    c.Get("items"),   c.Get("ctas"),
+                    c.Get("sample"),  c.Get("candidates"),
+                    c.Has("ties") ? c.Get("ties") : 0, c.Has("per_sm") ? c.Get("per_sm") : 1};
 }
 
 Config GridParams::ToConfig() const {
@@ -286,7 +340,8 @@ Config GridParams::ToConfig() const {
   c.family = "grid";
   c.dtype = dtype;
   c.params = {{"block_threads", block_threads}, {"items", items},           {"ctas", ctas},
-              {"sample", sample},               {"candidates", candidates}, {"ties", ties}};
+              {"sample", sample},               {"candidates", candidates}, {"ties", ties},
+              {"per_sm", per_sm}};
   return c;
 }
 

@@ -25,6 +25,7 @@ struct GridParams {
   int sample = 256;         // 16-byte vectors of the row in the threshold's sample
   int candidates = 4096;    // room per row for the k-th key's bin (workspace and shared memory)
   int ties = 0;             // [code] 1: deterministic mode in the kernel (lowest-index ties, no tie pass)
+  int per_sm = 1;           // [code] CTAs an SM the kernel is compiled for (batch x ctas <= SMs x per_sm)
 
   static GridParams Of(const Config& c);
   Config ToConfig() const;

@@ -782,9 +782,10 @@ TEST(FilterFamilyTest, ConstraintsEnumerationAndPlan) {
     return f.ToConfig();
   };
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 128, 131072, 2048), arch), filter_default(DType::kF32, 1024, 2, 11, 1));
-  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 64, 32768, 2048), arch), filter_default(DType::kF32, 1024, 2, 11, 1));
+  // (Up to 66 rows of 32768 the grid family's default takes them: two CTAs an SM.)
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 67, 32768, 2048), arch), filter_default(DType::kF32, 1024, 2, 11, 1));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 64, 32767, 2048), arch), filter_default(DType::kF32, 512, 2, 11, 2));
-  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 64, 32768, 511), arch), filter_default(DType::kF32, 512, 2, 11, 2));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 67, 32768, 511), arch), filter_default(DType::kF32, 512, 2, 11, 2));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 16, 16384, 8), arch), filter_default(DType::kF32, 512, 2, 11, 2));
   // Rows that outnumber the SMs: two 512-thread CTAs an SM.
   FilterParams two = FilterParams{DType::kF32, 512, 2, 8, 1};
@@ -806,7 +807,8 @@ TEST(FilterFamilyTest, ConstraintsEnumerationAndPlan) {
   EXPECT_EQ(DefaultConfig(Prob(DType::kF16, 1024, 32768, 4096), arch), filter_default(DType::kF16, 1024, 2, 8, 1));
   // Declined: fewer than 16 rows (clusters spread them), k above n / 8 or
   // beyond the list, rows the resident family holds.
-  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 15, 131072, 2048), arch).family, "resident");
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 15, 131072, 2048), arch).family, "grid");  // two CTAs an SM
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 15, 131072, 4097), arch).family, "resident");
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 15, 1 << 20, 2048), arch).family, "radix");
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 128, 16384, 2049), arch).family, "radix");
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 128, 1 << 20, 16384), arch).family, "radix");
@@ -814,8 +816,8 @@ TEST(FilterFamilyTest, ConstraintsEnumerationAndPlan) {
   // More SMs want more rows: one for every 8 SMs.
   Arch big = arch;
   big.sm_count = 512;
-  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 63, 131072, 2048), big).family, "radix");
-  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 64, 131072, 2048), big).family, "filter");
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 63, 262144, 2048), big).family, "radix");
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 64, 262144, 2048), big).family, "filter");
   const KernelSource src = GenerateSource(c);
   EXPECT_EQ(src.name_expression, "topk::filter_kernel<topk::filter::Policy<0, 512, 2, 11>>");
   EXPECT_NE(src.text.find("#include \"topk/filter/filter_select.cuh\""), std::string::npos);
@@ -1448,6 +1450,12 @@ TEST(GridFamilyTest, ConstraintsEnumerationDefaultAndPlan) {
   EXPECT_EQ(broken([](GridParams& x) { x.ctas = 0; }), "constraint ctas");
   EXPECT_EQ(broken([](GridParams& x) { x.ctas = 133; }), "constraint ctas");  // more than the SMs
   EXPECT_EQ(broken([](GridParams& x) { x.ties = 2; }), "constraint ties");
+  EXPECT_EQ(broken([](GridParams& x) { x.per_sm = 3; }), "constraint per_sm");
+  EXPECT_EQ(broken([](GridParams& x) { x.per_sm = 2; }), "");  // 4 items, 256 threads
+  EXPECT_EQ(broken([](GridParams& x) { x.per_sm = 2, x.items = 8; }), "constraint per_sm");  // registers
+  EXPECT_EQ(broken([](GridParams& x) { x.per_sm = 4, x.items = 2; }), "");
+  EXPECT_EQ(broken([](GridParams& x) { x.per_sm = 4, x.block_threads = 1024, x.items = 1; }), "constraint per_sm");
+  EXPECT_EQ(broken([](GridParams& x) { x.per_sm = 2, x.candidates = 16384; }), "constraint per_sm");  // 2 x 130 KB
   EXPECT_EQ(broken([](GridParams& x) { x.sample = 1025; }), "constraint sample");
   EXPECT_EQ(broken([](GridParams& x) { x.candidates = 16; }), "constraint candidates");
   EXPECT_EQ(broken([](GridParams& x) { x.candidates = 16385; }), "constraint candidates");
@@ -1461,22 +1469,46 @@ TEST(GridFamilyTest, ConstraintsEnumerationDefaultAndPlan) {
   EXPECT_TRUE(ValidateFor(g, arch, Prob(DType::kF32, 1, 524288, 2048)).ok());
   EXPECT_EQ(ValidateFor(g, arch, Prob(DType::kF32, 1, 524289, 2048)).where(), "constraint items");
   EXPECT_EQ(ValidateFor(g, arch, Prob(DType::kF32, 2, 1024, 8)).where(), "constraint ctas");
+  {
+    // Two CTAs an SM: batch x ctas up to twice the SMs.
+    GridParams two{DType::kF32, 512, 4, 4, 256, 4096};
+    two.per_sm = 2;
+    EXPECT_EQ(Config(two).Id(), "grid_f32_b512_i4_g4_s256_c4096_m2");
+    EXPECT_EQ(Config(two).KernelKey(), "grid_f32_b512_i4_m2");
+    EXPECT_EQ(Config::FromId("grid_f32_b512_i4_g4_s256_c4096_m2").value(), Config(two));
+    EXPECT_EQ(GenerateSource(two).name_expression, "topk::grid_topk_kernel<topk::grid::Policy<0, 512, 4, false, 2>>");
+    EXPECT_TRUE(ValidateFor(two, arch, Prob(DType::kF32, 66, 32768, 2048)).ok());
+    EXPECT_EQ(ValidateFor(two, arch, Prob(DType::kF32, 67, 32768, 2048)).where(), "constraint ctas");
+    two.per_sm = 1;
+    EXPECT_EQ(ValidateFor(two, arch, Prob(DType::kF32, 34, 32768, 2048)).where(), "constraint ctas");
+  }
   EXPECT_EQ((GridParams{DType::kBF16, 256, 4, 128}.capacity()), 1048576);
 
   SpaceOptions only;
   only.families = {"grid"};
-  EXPECT_TRUE(Enumerate(Prob(DType::kF32, 64, 32768, 2048), arch, only).empty());  // 64 x 8 CTAs > 132 SMs
+  EXPECT_TRUE(Enumerate(Prob(DType::kF32, 128, 32768, 2048), arch, only).empty());  // 2 CTAs a row hold 16384
   for (const Problem& p : {Prob(DType::kF32, 1, 524288, 2048), Prob(DType::kBF16, 2, 131072, 64),
-                           Prob(DType::kF16, 16, 65536, 8)}) {
+                           Prob(DType::kF16, 16, 65536, 8), Prob(DType::kF32, 64, 32768, 2048)}) {
     const std::vector<Config> all = Enumerate(p, arch, only);
     ASSERT_FALSE(all.empty()) << p.ToString();
     for (const Config& x : all) {
       EXPECT_TRUE(ValidateFor(x, arch, p).ok()) << x.Id();
-      EXPECT_LE(p.batch * GridParams::Of(x).ctas, arch.sm_count) << x.Id();
+      const GridParams gx = GridParams::Of(x);
+      EXPECT_LE(p.batch * gx.ctas, arch.sm_count * gx.per_sm) << x.Id();
+      // Two an SM only where one an SM does not hold the CTAs.
+      if (gx.per_sm == 2) {
+        EXPECT_GT(p.batch * gx.ctas, arch.sm_count) << x.Id();
+      }
     }
     EXPECT_EQ(Enumerate(p, arch, only), all);  // stable
   }
-  EXPECT_EQ(FindFamily("grid")->EnumerateKernels(DType::kF32, arch).size(), 8u);  // 512 threads, 1-8 vectors, ties 0-1
+  // 64 x 32768: 2 CTAs of 8 vectors a thread one an SM, or 4 of 4 two an SM.
+  std::set<std::string> ids;
+  for (const Config& x : Enumerate(Prob(DType::kF32, 64, 32768, 2048), arch, only)) ids.insert(x.Id());
+  EXPECT_EQ(ids, (std::set<std::string>{"grid_f32_b512_i8_g2_s256_c4096", "grid_f32_b512_i8_g2_s1024_c4096",
+                                        "grid_f32_b512_i4_g4_s256_c4096_m2", "grid_f32_b512_i4_g4_s1024_c4096_m2"}));
+  // 512 threads; 1-8 vectors one an SM and 1-4 two an SM; ties 0-1.
+  EXPECT_EQ(FindFamily("grid")->EnumerateKernels(DType::kF32, arch).size(), 14u);
 
   // The default: fp32 rows of 32768 to 1048576 with k 256 to 4096, 512
   // threads a CTA; a CTA per 2048 elements, up to 128 where the SMs allow,
@@ -1500,7 +1532,15 @@ TEST(GridFamilyTest, ConstraintsEnumerationDefaultAndPlan) {
             Config(GridParams{DType::kF32, 512, 8, 32, 256, 4096}));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 8, 131072, 2048), arch),
             Config(GridParams{DType::kF32, 512, 4, 16, 256, 4096}));
-  EXPECT_NE(DefaultConfig(Prob(DType::kF32, 9, 131072, 2048), arch).family, "grid");   // 8 CTAs a row
+  // Then two CTAs an SM, down to 4 CTAs a row of at most 4 vectors a thread.
+  auto two_an_sm = [](int items, int ctas) {
+    GridParams x{DType::kF32, 512, items, ctas, 256, 4096};
+    x.per_sm = 2;
+    return Config(x);
+  };
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 9, 131072, 2048), arch), two_an_sm(4, 16));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 16, 131072, 2048), arch), two_an_sm(4, 16));
+  EXPECT_NE(DefaultConfig(Prob(DType::kF32, 17, 131072, 2048), arch).family, "grid");  // 8 CTAs hold 65536
   EXPECT_NE(DefaultConfig(Prob(DType::kF32, 4, 1048576, 2048), arch).family, "grid");  // 32 CTAs hold 524288
   // Rows of 65536 to 131071: a CTA per 2048 elements (a power of two of them).
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 65536, 2048), arch),
@@ -1509,13 +1549,20 @@ TEST(GridFamilyTest, ConstraintsEnumerationDefaultAndPlan) {
             Config(GridParams{DType::kF32, 512, 2, 32, 256, 4096}));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 8, 65536, 2048), arch),
             Config(GridParams{DType::kF32, 512, 2, 16, 256, 4096}));
-  EXPECT_NE(DefaultConfig(Prob(DType::kF32, 9, 65536, 2048), arch).family, "grid");   // 8 CTAs a row
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 9, 65536, 2048), arch), two_an_sm(2, 16));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 32, 65536, 2048), arch), two_an_sm(4, 8));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 33, 65536, 2048), arch), two_an_sm(4, 8));
+  EXPECT_NE(DefaultConfig(Prob(DType::kF32, 34, 65536, 2048), arch).family, "grid");  // 4 CTAs hold 32768
   // Rows of 32768 to 65535: 16 CTAs.
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 1, 65535, 2048), arch),
             Config(GridParams{DType::kF32, 512, 2, 16, 256, 4096}));
   EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 8, 32768, 2048), arch),
             Config(GridParams{DType::kF32, 512, 1, 16, 256, 4096}));
-  EXPECT_NE(DefaultConfig(Prob(DType::kF32, 9, 32768, 2048), arch).family, "grid");  // 8 CTAs a row
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 9, 32768, 2048), arch), two_an_sm(1, 16));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 32, 32768, 2048), arch), two_an_sm(2, 8));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 64, 32768, 2048), arch), two_an_sm(4, 4));
+  EXPECT_EQ(DefaultConfig(Prob(DType::kF32, 66, 32768, 2048), arch), two_an_sm(4, 4));
+  EXPECT_NE(DefaultConfig(Prob(DType::kF32, 67, 32768, 2048), arch).family, "grid");  // 2 CTAs a row
   EXPECT_NE(DefaultConfig(Prob(DType::kF32, 1, 32767, 2048), arch).family, "grid");
   // Deterministic: the same default, whose kernels take the lowest-index
   // ties themselves (no tie pass over the long row).
@@ -1581,7 +1628,7 @@ TEST(GridFamilyTest, ConstraintsEnumerationDefaultAndPlan) {
     EXPECT_EQ(bytes / 2 % 16, 0u);  // each of the two rows' stride
   }
   // Every other family's plan needs no workspace.
-  const Problem many = Prob(DType::kF32, 64, 32768, 2048);
+  const Problem many = Prob(DType::kF32, 128, 131072, 2048);
   EXPECT_EQ(PlanLaunch(DefaultConfig(many, arch), many, arch).workspace_bytes, 0u);
   const KernelSource src = GenerateSource(g);
   EXPECT_EQ(src.name_expression, "topk::grid_topk_kernel<topk::grid::Policy<0, 256, 4, false>>");

@@ -658,7 +658,7 @@ TEST_F(GpuKernelsTest, ProgrammaticLaunchesWaitForTheKernelBefore) {
     bool sorted_deterministic = false;
   };
   std::map<std::string, int> families;
-  for (const Chain ch : {Chain{1, 262144, 2048, 64}, Chain{64, 32768, 2048, 64, true}, Chain{64, 4096, 128, 16},
+  for (const Chain ch : {Chain{1, 262144, 2048, 64}, Chain{128, 32768, 2048, 64, true}, Chain{64, 4096, 128, 16},
                          Chain{4096, 256, 8, 4}}) {
     Problem p1;
     p1.batch = ch.batch;

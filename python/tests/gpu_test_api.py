@@ -77,16 +77,16 @@ class ApiTest(unittest.TestCase):
         self.assertIn("Library cuda:0", repr(self.lib))
 
     def test_plan_call_and_attributes(self):
-        x = torch.randn(64, 32768, device="cuda")
-        plan = self.lib.plan("f32", 64, 32768, 2048)
+        x = torch.randn(128, 32768, device="cuda")
+        plan = self.lib.plan("f32", 128, 32768, 2048)
         self.assertEqual(plan.dispatch, "default")
         self.assertTrue(plan.variant.startswith("filter_f32"), plan.variant)  # the default for many long rows
         self.assertEqual(plan.tuned_shape, "")
         self.assertGreater(plan.plan_ms, 0)
         self.assertEqual(plan.workspace_bytes, 0)  # an ordinary shape: no global scratch
-        self.assertIn("64x32768 k=2048", repr(plan))
+        self.assertIn("128x32768 k=2048", repr(plan))
         idx = plan(x)
-        self.assertEqual((idx.shape, idx.dtype, idx.device), ((64, 2048), torch.int32, x.device))
+        self.assertEqual((idx.shape, idx.dtype, idx.device), ((128, 2048), torch.int32, x.device))
         self.assertTrue(same_values(x, idx, 2048))
         # Fewer rows than planned.
         idx = plan(x[:5])

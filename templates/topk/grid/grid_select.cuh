@@ -78,9 +78,13 @@ static_assert(kRowWords % 4 == 0, "rows 16-byte aligned");
 // the rank-r key (a normal row's top keys fall in a binomial).
 constexpr float kSigmas = 4.5f;
 
-template <int DTYPE, int BLOCK, int VPT, bool DET = false>
+template <int DTYPE, int BLOCK, int VPT, bool DET = false, int PER_SM = 1>
 struct Policy {
   static constexpr bool kDet = DET;  // deterministic mode (TOPK_FLAG_DETERMINISTIC): a kernel of its own
+  // CTAs an SM the kernel is compiled to hold (__launch_bounds__' minimum):
+  // 2 or 4 let a batch of rows put more CTAs a row on the grid than there
+  // are SMs, at 65536 / (BLOCK x PER_SM) registers a thread.
+  static constexpr int kPerSm = PER_SM;
   static constexpr int kDType = DTYPE;
   static constexpr int kBlock = BLOCK;
   static constexpr int kVpt = VPT;  // 16-byte vectors of the slice a thread holds
@@ -89,6 +93,7 @@ struct Policy {
   static constexpr int kSampleVecs = (kMaxSample + BLOCK - 1) / BLOCK;  // a thread's sample vectors
   static constexpr int kStaticWords = 2 * kBins + kShWords;  // dynamic shared memory before the candidates
   static_assert(BLOCK % 32 == 0 && BLOCK >= 64 && BLOCK <= 1024, "block");
+  static_assert(PER_SM >= 1 && PER_SM * BLOCK <= 2048, "CTAs an SM");
 };
 
 __device__ __forceinline__ u32 atomic_add_release(u32* p, u32 v) {
@@ -948,7 +953,7 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
 }  // namespace grid
 
 template <class P>
-__global__ void __launch_bounds__(P::kBlock, 1) grid_topk_kernel(TopkArgs a) {
+__global__ void __launch_bounds__(P::kBlock, P::kPerSm) grid_topk_kernel(TopkArgs a) {
   await_prior_grids();
   grid::grid_select<P, P::kDet>(a);
 }
