@@ -172,14 +172,15 @@ std::vector<CaseSpec> ResidentCases(int64_t m) {
 }
 
 // Rows a grid kernel's CTAs hold (m keys, at most 524288 here), as many rows
-// as the SMs run at once (up to 3): full and part-full slices, unaligned
+// as the SMs run at once (up to 3; with two CTAs an SM more CTAs than SMs
+// where the CTAs a row allow it): full and part-full slices, unaligned
 // lengths and ranges, k at 1, mid, equal to and beyond the row, every
 // adversarial input, values, smallest, sorted, deterministic.
 // With `ties` 1 (deterministic mode in the kernel) every case is
 // deterministic: the checker wants the lowest-index ties of each.
 std::vector<CaseSpec> GridCases(const gen::GridParams& g, int sm_count) {
   const int64_t m = std::min<int64_t>(g.capacity(), 524288);
-  const int64_t rows = std::max(1, std::min(3, sm_count / g.ctas));
+  const int64_t rows = std::max(1, std::min(3, sm_count * g.per_sm / g.ctas));
   const int64_t k = std::min<int64_t>(m / 4, 2048);
   std::vector<CaseSpec> cases = {
       {rows, m, k, Dist::kNormal, true, false, true},
