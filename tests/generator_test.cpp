@@ -1481,6 +1481,37 @@ TEST(GridFamilyTest, ConstraintsEnumerationDefaultAndPlan) {
     EXPECT_EQ(ValidateFor(two, arch, Prob(DType::kF32, 67, 32768, 2048)).where(), "constraint ctas");
     two.per_sm = 1;
     EXPECT_EQ(ValidateFor(two, arch, Prob(DType::kF32, 34, 32768, 2048)).where(), "constraint ctas");
+    // The JSON names per_sm only away from 1, and a row without it reads 1.
+    two.per_sm = 2;
+    const nlohmann::json j = Config(two).ToJson();
+    EXPECT_EQ(j.dump().find("\"per_sm\":2") != std::string::npos, true) << j.dump();
+    EXPECT_EQ(Config::FromJson(j).value(), Config(two));
+    nlohmann::json one = j;
+    one.erase("per_sm");
+    EXPECT_EQ(GridParams::Of(Config::FromJson(one).value()).per_sm, 1);
+    EXPECT_EQ(Config(GridParams{DType::kF32, 512, 4, 4}).ToJson().dump().find("per_sm"), std::string::npos);
+    // A tuned winner of two an SM keeps it in deterministic mode (its ties 1
+    // twin) and carries over only to batches whose CTAs fit twice the SMs.
+    Problem d = Prob(DType::kF32, 64, 32768, 2048);
+    d.deterministic = true;
+    EXPECT_EQ(WithModes(two, d, arch).Id(), "grid_f32_b512_i4_g4_s256_c4096_t1_m2");
+    const Family* f = FindFamily("grid");
+    const Problem tuned = Prob(DType::kF32, 64, 32768, 2048);
+    EXPECT_EQ(f->Adapt(two, tuned, Prob(DType::kF32, 66, 32768, 2048), arch), std::optional<Config>(Config(two)));
+    EXPECT_EQ(f->Adapt(two, tuned, Prob(DType::kF32, 67, 32768, 2048), arch), std::nullopt);
+    Arch fewer = arch;
+    fewer.sm_count = 100;
+    EXPECT_EQ(f->Adapt(two, tuned, tuned, fewer), std::nullopt);
+    // Threads an SM by architecture: two CTAs of 1024 threads fit sm_90's
+    // 2048, not sm_86's 1536.
+    GridParams wide{DType::kF32, 1024, 1, 4};
+    wide.per_sm = 2;
+    EXPECT_TRUE(Validate(wide, arch).ok());
+    Arch sm86 = Arch::Sm80();
+    sm86.cc_minor = 6;
+    EXPECT_EQ(Validate(wide, sm86).where(), "constraint per_sm");
+    wide.block_threads = 512;
+    EXPECT_TRUE(Validate(wide, sm86).ok());
   }
   EXPECT_EQ((GridParams{DType::kBF16, 256, 4, 128}.capacity()), 1048576);
 

@@ -486,7 +486,7 @@ class Library:
         lowest indices are taken, so one input gives one index set on every
         call, stream and GPU (with sorted=True, one output). The resident
         family's kernels take the ties themselves, and the grid family's
-        default does in a kernel of its own (variant id ending in _t1); a
+        default does in a kernel of its own (variant id with _t1); a
         tie pass runs after the others'."""
         deterministic = as_flag(deterministic, "deterministic")
         dt = dtype_name(dtype)
