@@ -18,6 +18,8 @@ Status Broken(const std::string& constraint, const std::string& what) {
 constexpr int kStaticWords = 2 * 256 + 128;
 constexpr int kRowWords = 8 + 2 * (256 + 2) + 256 * 4 + 256;  // counters, the 64-bit histogram, the recovery's, ties
 constexpr int kMaxCtas = 256;  // a row's tie counts in the workspace
+// The one block size enumerated and taken by the default (Specs() says why).
+constexpr int kBlock = 512;
 // Threads an SM holds: 2048 on sm_80, sm_90 and sm_100, 1536 elsewhere
 // (sm_86, sm_89, sm_120).
 int MaxThreadsPerSm(const Arch& a) {
@@ -57,7 +59,7 @@ const std::vector<ParamSpec>& Specs() {
       // 256 and 1024 threads ran 1.06-1.16x slower than 512 at both one-row
       // DSA shapes on an H100, and 256 two or four an SM slower than 512 two
       // an SM on batches (docs/PERFORMANCE.md): not enumerated.
-      {"block_threads", "b", "threads per CTA", {512}, true},
+      {"block_threads", "b", "threads per CTA", {kBlock}, true},
       {"items", "i", "16-byte vectors of the slice a thread holds in registers", {1, 2, 4, 8}, true},
       {"ctas", "g", "CTAs per row; every CTA of the launch resident at once (batch x ctas <= SMs x per_sm)",
        {2, 4, 8, 16, 32, 64, 128}, false},
@@ -81,7 +83,6 @@ const std::vector<ParamSpec>& Specs() {
   };
   return specs;
 }
-
 
 class Grid final : public Family {
  public:
@@ -167,10 +168,10 @@ class Grid final : public Family {
         // More CTAs an SM only where the rows' CTAs need them: fewer would
         // hold the same CTAs with more registers.
         if (per_sm > 1 && p.batch * ctas <= static_cast<int64_t>(arch.sm_count) * (per_sm / 2)) continue;
-        const int items = FitItems(p.dtype, Specs()[0].values[0], ctas, p.n);
+        const int items = FitItems(p.dtype, kBlock, ctas, p.n);
         if (items == 0) continue;
         for (int sample : Specs()[3].values) {
-          GridParams g{p.dtype, Specs()[0].values[0], items, ctas, sample, 4096};
+          GridParams g{p.dtype, kBlock, items, ctas, sample, 4096};
           g.per_sm = per_sm;
           Config c = g.ToConfig();
           if (Validate(c, arch).ok() && ValidateFor(c, arch, p).ok()) out.push_back(std::move(c));
@@ -186,7 +187,7 @@ class Grid final : public Family {
     for (int ties : {0, 1})
       for (int per_sm : Specs()[6].values)
         for (int i : Specs()[1].values) {
-          GridParams g{dtype, Specs()[0].values[0], i, 1};  // ctas a launch argument: 1 fits any GPU
+          GridParams g{dtype, kBlock, i, 1};  // ctas a launch argument: 1 fits any GPU
           g.ties = ties;
           g.per_sm = per_sm;
           Config c = g.ToConfig();
@@ -238,9 +239,9 @@ class Grid final : public Family {
       while (ctas >= kDefaultLeastCtasTwoAnSm && p.batch * ctas > 2LL * arch.sm_count) ctas /= 2;
       if (ctas < kDefaultLeastCtasTwoAnSm) return std::nullopt;
     }
-    const int items = FitItems(p.dtype, 512, ctas, p.n);
+    const int items = FitItems(p.dtype, kBlock, ctas, p.n);
     if (items == 0) return std::nullopt;
-    GridParams g{p.dtype, 512, items, ctas, 256, 4096, p.deterministic ? 1 : 0};
+    GridParams g{p.dtype, kBlock, items, ctas, 256, 4096, p.deterministic ? 1 : 0};
     g.per_sm = per_sm;
     const Config c = g.ToConfig();
     if (!Validate(c, arch).ok() || !ValidateFor(c, arch, p).ok()) return std::nullopt;
