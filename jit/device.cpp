@@ -223,7 +223,9 @@ ContextGuard::~ContextGuard() {
 StatusOr<std::unique_ptr<Module>> Module::Load(const std::vector<char>& cubin, const std::string& lowered_name) {
   CUmodule m = nullptr;
   CUfunction f = nullptr;
+  CUcontext ctx = nullptr;
   auto run = [&]() -> Status {
+    TOPK_CU(cuCtxGetCurrent, &ctx);
     TOPK_CU(cuModuleLoadData, &m, cubin.data());
     auto d = GetDriver();
     const CUresult r = (*d)->cuModuleGetFunction(&f, m, lowered_name.c_str());
@@ -235,12 +237,16 @@ StatusOr<std::unique_ptr<Module>> Module::Load(const std::vector<char>& cubin, c
     return Status::Ok();
   };
   TOPK_RETURN_IF_ERROR(run());
-  return std::unique_ptr<Module>(new Module(m, f));
+  return std::unique_ptr<Module>(new Module(m, f, ctx));
 }
 
 Module::~Module() {
   auto d = GetDriver();
-  if (d.ok() && mod_) (*d)->cuModuleUnload(mod_);
+  if (!d.ok() || !mod_) return;
+  // A library closed on a thread with another device's context, or none,
+  // still unloads from its own (the guard restores the caller's).
+  ContextGuard guard(ctx_);
+  if (guard.status().ok()) (*d)->cuModuleUnload(mod_);
 }
 
 StatusOr<ResourceUsage> Module::Usage() const {

@@ -85,7 +85,9 @@ class ContextGuard {
   Status status_;
 };
 
-// A loaded cubin with one function. The context must be current.
+// A loaded cubin with one function. The context must be current to load it;
+// the module keeps it and unloads in it, whatever context (or none) the
+// destroying thread has current.
 class Module {
  public:
   static StatusOr<std::unique_ptr<Module>> Load(const std::vector<char>& cubin, const std::string& lowered_name);
@@ -95,9 +97,10 @@ class Module {
   StatusOr<ResourceUsage> Usage() const;
 
  private:
-  Module(CUmodule m, CUfunction f) : mod_(m), fn_(f) {}
+  Module(CUmodule m, CUfunction f, CUcontext ctx) : mod_(m), fn_(f), ctx_(ctx) {}
   CUmodule mod_;
   CUfunction fn_;
+  CUcontext ctx_;  // the context current at load
 };
 
 // Grid, block, cluster and shared memory of one launch.

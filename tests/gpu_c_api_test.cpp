@@ -441,6 +441,62 @@ TEST_F(CApiGpuTest, InputOffsetByOneElementRuns) {
   }
 }
 
+// An engine's thread may have no context current (or another device's)
+// when it opens a library, plans, runs and closes: every call works in the
+// library's own context and leaves the caller's as it was; the kernels'
+// modules are unloaded, and a grid plan's workspace freed, in the library's
+// context at close.
+TEST_F(CApiGpuTest, EveryCallWorksWithoutACurrentContextAndLeavesNone) {
+  struct Case {
+    int64_t batch, n, k;
+  };
+  const Case cases[] = {{3, 4099, 77}, {1, 131072, 2048}};  // the second a grid plan with a workspace on most GPUs
+  std::vector<std::vector<float>> xs;
+  std::vector<jit::DeviceBuffer> ins, idxs;
+  for (const Case& c : cases) {
+    xs.push_back(Values(c.batch * c.n, 11));
+    ins.push_back(Upload(Encode(xs.back(), TOPK_F32)));
+    idxs.push_back(Alloc(c.batch * c.k * 4));
+  }
+  auto current = [] {
+    CUcontext cur = reinterpret_cast<CUcontext>(1);
+    EXPECT_EQ(Drv()->cuCtxGetCurrent(&cur), CUDA_SUCCESS);
+    return cur;
+  };
+  ASSERT_EQ(Drv()->cuCtxSetCurrent(nullptr), CUDA_SUCCESS);
+  topk_options o;
+  topk_options_init(&o);
+  topk_library* lib = nullptr;
+  char* err = nullptr;
+  ASSERT_EQ(topk_library_open(&o, &lib, &err), TOPK_OK) << Take(err);
+  EXPECT_EQ(current(), nullptr) << "topk_library_open";
+  for (size_t i = 0; i < std::size(cases); ++i) {
+    const Case& c = cases[i];
+    const topk_problem p = MakeProblem(TOPK_F32, c.batch, c.n, c.k);
+    topk_plan* plan = nullptr;
+    ASSERT_EQ(topk_plan_create(lib, &p, &plan, &err), TOPK_OK) << Take(err);
+    EXPECT_EQ(current(), nullptr) << "topk_plan_create";
+    EXPECT_EQ(topk_plan_run(plan, ins[i].ptr(), nullptr, static_cast<int32_t*>(idxs[i].ptr()), nullptr, -1, nullptr,
+                            &err),
+              TOPK_OK)
+        << Take(err);
+    EXPECT_EQ(current(), nullptr) << "topk_plan_run";
+    topk_plan_destroy(plan);
+    EXPECT_EQ(current(), nullptr) << "topk_plan_destroy";
+  }
+  topk_library_close(lib);
+  EXPECT_EQ(current(), nullptr) << "topk_library_close";
+  ASSERT_TRUE(ctx_->MakeCurrent().ok());
+  for (size_t i = 0; i < std::size(cases); ++i) {
+    const Case& c = cases[i];
+    std::vector<int32_t> got = Download<int32_t>(idxs[i], c.batch * c.k);
+    for (int64_t r = 0; r < c.batch; ++r) {
+      std::vector<float> row(xs[i].begin() + r * c.n, xs[i].begin() + (r + 1) * c.n);
+      ExpectRow(row, 0, c.n, got.data() + r * c.k, c.k, true, "case " + std::to_string(i) + " row " + std::to_string(r));
+    }
+  }
+}
+
 TEST_F(CApiGpuTest, ZeroKAndZeroBatchAreNoOps) {
   // k = 0 and batch = 0 plans run with any pointers, even NULL.
   for (auto [batch, k] : {std::pair<int64_t, int64_t>{4, 0}, {0, 10}, {0, 0}}) {
