@@ -295,6 +295,52 @@ TEST(CompileAllTest, DefaultConfigurationsHaveNoSpills) {
   }
 }
 
+// The release build ships the defaults of sm_100 and sm_120 too, but the
+// test build only sm_80's and sm_90's (scripts/test.sh): the target shapes'
+// defaults for those two compile here, so that a template that breaks only
+// there shows in CI (about 18 compiles).
+TEST(CompileAllTest, TargetDefaultsCompileForSm100AndSm120) {
+  struct Shape {
+    DType dt;
+    int64_t batch, n, k;
+    bool ranges, values;
+  };
+  const Shape shapes[] = {
+      {DType::kF32, 64, 4096, 128, true, false},       {DType::kF32, 64, 32768, 2048, true, false},
+      {DType::kF32, 1, 131072, 2048, true, false},     {DType::kF32, 1, 524288, 2048, true, false},
+      {DType::kF32, 128, 131072, 2048, true, false},   {DType::kBF16, 128, 201088, 64, false, true},
+      {DType::kF32, 256, 128256, 1024, false, true},   {DType::kF32, 4096, 256, 8, false, false},
+      {DType::kBF16, 16384, 256, 8, false, false},
+  };
+  for (const char* arch_name : {"sm_100", "sm_120"}) {
+    auto arch = gen::Arch::FromName(arch_name);
+    ASSERT_TRUE(arch.ok());
+    std::vector<gen::KernelSource> srcs;
+    std::set<std::string> keys;
+    std::set<std::string> families;
+    for (const Shape& sh : shapes) {
+      Problem p;
+      p.dtype = sh.dt;
+      p.batch = sh.batch;
+      p.n = sh.n;
+      p.k = sh.k;
+      p.ranges = sh.ranges;
+      p.values = sh.values;
+      const gen::Config c = gen::DefaultConfig(p, *arch);
+      families.insert(c.family);
+      for (gen::KernelSource& src : gen::GenerateSources(c))
+        if (keys.insert(src.key).second) srcs.push_back(std::move(src));
+    }
+    int f = 0;
+    const auto res = CompileMany(srcs, arch_name, nullptr, &f);
+    EXPECT_EQ(f, 0) << arch_name;
+    EXPECT_EQ(res.size(), srcs.size());
+    // The warp, resident, grid and filter families are each some shape's default.
+    EXPECT_GE(families.size(), 4u) << arch_name;
+    std::printf("%s: %zu kernels of the target shapes' defaults compiled\n", arch_name, srcs.size());
+  }
+}
+
 // The templates are real CUDA C++: nvcc compiles a generated variant
 // offline, both with -I templates and as the standalone (inlined) source.
 TEST(CompileAllTest, NvccCompilesGeneratedSourceOffline) {
