@@ -214,6 +214,20 @@ __device__ __forceinline__ void grid_meet_find(unsigned long long* row_hist, con
 #define TOPK_GRID_WS_PREFETCH 1
 #endif
 
+// The keys a thread writes out or gathers after the meeting (those at or
+// above the k-th key's bin, about one in 16 of its keys on a normal row)
+// taken one by one from a mask of its slots (1), instead of a test and a
+// body for each slot, which the warp runs wherever one lane's key passes
+// (0). By default (-1) the kernels of one CTA an SM take the mask: on an
+// H200 8 x 131072 k2048 9.59 -> 8.90 us, 1 x 524288 8.28 -> 8.01, 1 x
+// 131072 7.11 -> 7.01; those of two an SM gained on normal rows too (64 x
+// 32768 12.18 -> 11.87) but lost on 16 distinct values (14.88 -> 15.52,
+// past 1.25x the normal rows' time; docs/PERFORMANCE.md). Development A/B:
+// topk-probe --define TOPK_GRID_EMIT_MASK=0 or 1.
+#ifndef TOPK_GRID_EMIT_MASK
+#define TOPK_GRID_EMIT_MASK -1
+#endif
+
 // Deterministic mode, one warp after every CTA of the row has written its
 // count: the ties of the row's CTAs before `part` (tie_cnt[0..part), each
 // stored plus one, so 0 means not yet written), in every lane.
@@ -412,6 +426,32 @@ struct Slice {
   __device__ __forceinline__ bool valid(int j, int e) const {
     const int v = v_begin + j * P::kBlock + static_cast<int>(threadIdx.x);
     return v < v_end && v * P::kVec + e < len;
+  }
+  // f(key, position) for each of this thread's elements of the range whose
+  // key is at least `floor`: a mask of the slots first, then a loop over
+  // its set bits (each key picked from the registers by a chain of
+  // selects), so that a warp runs f as often as its lane with the most such
+  // keys, not once a slot.
+  template <class F>
+  __device__ __forceinline__ void for_each_at_least(u32 floor, const F& f) const {
+    constexpr int N = P::kVpt * P::kVec;
+    static_assert(N <= 64, "a 64-bit mask of the slots");
+    unsigned long long m = 0;
+#pragma unroll
+    for (int j = 0; j < P::kVpt; ++j)
+#pragma unroll
+      for (int e = 0; e < P::kVec; ++e)
+        if (valid(j, e) && key[j * P::kVec + e] >= floor) m |= 1ull << (j * P::kVec + e);
+#pragma unroll 1
+    while (m != 0) {
+      const int i = __ffsll(static_cast<long long>(m)) - 1;
+      m &= m - 1;
+      u32 x = key[0];
+#pragma unroll
+      for (int q = 1; q < N; ++q)
+        if (q == i) x = key[q];
+      f(x, pos(i / P::kVec, i % P::kVec));
+    }
   }
   // f(key, position) for each of this thread's elements of the range.
   template <class F>
@@ -798,17 +838,26 @@ __device__ __forceinline__ void grid_select(const TopkArgs& a) {
     // The k-th key's bin b: keys above it straight out, those in it gathered.
     b = sh[1], rb = sh[0], cb = sh[11];
     miss = cb > static_cast<u32>(a.buffer);
-    if (!miss)
-      s.for_each([&](u32 x, int p) {
-        if (x <= t) return;
+    if (!miss) {
+      auto out_or_gather = [&](u32 x, int p) {
         const u32 d = digit(x);
-        if (d < b) return;
         const u32 r = atomicSub(&hist2.h[d], 1u) - 1u;  // this key's place among the row's keys of bin d
         if (d > b)
           emit(p, hist.h[d] + r);
         else
           store_candidate(cand + r, x, p);
-      });
+      };
+      constexpr bool kMask = TOPK_GRID_EMIT_MASK < 0 ? P::kPerSm == 1 : TOPK_GRID_EMIT_MASK != 0;
+      if constexpr (kMask) {
+        // Bin b's least key: b is some key's digit, so no overflow (the last
+        // bin, which also holds the keys past the span, starts there too).
+        s.for_each_at_least(lo + (b << shift), out_or_gather);
+      } else {
+        s.for_each([&](u32 x, int p) {
+          if (x > t && digit(x) >= b) out_or_gather(x, p);
+        });
+      }
+    }
   }
   if (miss) {
     // 4'. The guess failed on this row (every CTA sees it alike): an exact
