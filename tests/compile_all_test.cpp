@@ -298,7 +298,7 @@ TEST(CompileAllTest, DefaultConfigurationsHaveNoSpills) {
 // The release build ships the defaults of sm_100 and sm_120 too, but the
 // test build only sm_80's and sm_90's (scripts/test.sh): the target shapes'
 // defaults for those two compile here, so that a template that breaks only
-// there shows in CI (about 18 compiles).
+// there shows in CI (9 kernels each).
 TEST(CompileAllTest, TargetDefaultsCompileForSm100AndSm120) {
   struct Shape {
     DType dt;
@@ -332,11 +332,12 @@ TEST(CompileAllTest, TargetDefaultsCompileForSm100AndSm120) {
         if (keys.insert(src.key).second) srcs.push_back(std::move(src));
     }
     int f = 0;
-    const auto res = CompileMany(srcs, arch_name, nullptr, &f);
+    CompileMany(srcs, arch_name, nullptr, &f);
     EXPECT_EQ(f, 0) << arch_name;
-    EXPECT_EQ(res.size(), srcs.size());
-    // The warp, resident, grid and filter families are each some shape's default.
-    EXPECT_GE(families.size(), 4u) << arch_name;
+    // The warp, resident, grid and filter families are each some shape's
+    // default, so each family's template is compiled.
+    for (const char* family : {"warp", "resident", "grid", "filter"})
+      EXPECT_EQ(families.count(family), 1u) << arch_name << " " << family;
     std::printf("%s: %zu kernels of the target shapes' defaults compiled\n", arch_name, srcs.size());
   }
 }

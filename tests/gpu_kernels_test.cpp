@@ -291,9 +291,11 @@ class GpuKernelsTest : public ::testing::Test {
                                 knobs && knobs->cache > 0 ? knobs->cache : -1);
       if (!v.ok()) {
         // A grid kernel compiled for several CTAs an SM must hold them: its
-        // cases put up to per_sm x SMs CTAs on the grid (GridCases), and a
-        // refusal would mean the kernel fits fewer an SM than it claims.
-        const bool several_an_sm = c.family == "grid" && gen::GridParams::Of(c).per_sm > 1;
+        // cases put up to per_sm x SMs CTAs on the grid (GridCases), and an
+        // occupancy refusal would mean the kernel fits fewer an SM than it
+        // claims (memory running out stays "resource-limited").
+        const bool occupancy = v.status().where() == "cuOccupancyMaxActiveBlocksPerMultiprocessor";
+        const bool several_an_sm = c.family == "grid" && gen::GridParams::Of(c).per_sm > 1 && occupancy;
         if (v.status().code() == Code::kResourceExhausted && !several_an_sm) {
           ++t->resource_limited;
           return;

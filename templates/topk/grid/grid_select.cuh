@@ -219,11 +219,12 @@ __device__ __forceinline__ void grid_meet_find(unsigned long long* row_hist, con
 // taken one by one from a mask of its slots (1), instead of a test and a
 // body for each slot, which the warp runs wherever one lane's key passes
 // (0). By default (-1) the kernels of one CTA an SM take the mask: on an
-// H200 8 x 131072 k2048 9.59 -> 8.90 us, 1 x 524288 8.28 -> 8.01, 1 x
-// 131072 7.11 -> 7.01; those of two an SM gained on normal rows too (64 x
-// 32768 12.18 -> 11.87) but lost on 16 distinct values (14.88 -> 15.52,
-// past 1.25x the normal rows' time; docs/PERFORMANCE.md). Development A/B:
-// topk-probe --define TOPK_GRID_EMIT_MASK=0 or 1.
+// H200 8 x 131072 k2048 9.79 -> 9.16 us, 1 x 524288 8.22 -> 8.03, 1 x
+// 131072 7.15 -> 7.06; those of several an SM (per_sm 2 or 4) keep the
+// test per slot: two an SM gained on normal rows too (64 x 32768 12.18 ->
+// 11.87) but lost on 16 distinct values (14.88 -> 15.52, past 1.25x the
+// normal rows' time; docs/PERFORMANCE.md, "The grid kernel's keys out by
+// a mask"). Development A/B: topk-probe --define TOPK_GRID_EMIT_MASK=0 or 1.
 #ifndef TOPK_GRID_EMIT_MASK
 #define TOPK_GRID_EMIT_MASK -1
 #endif
