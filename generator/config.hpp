@@ -72,6 +72,11 @@ struct Arch {
   bool programmatic_launch = true;
   bool programmatic() const { return programmatic_launch && cc_major == 9; }
   bool clusters() const { return cc_major >= 9; }
+  // Threads an SM holds: 2048 on sm_80, sm_90 and sm_100, 1536 elsewhere
+  // (sm_86, sm_89, sm_120).
+  int max_threads_per_sm() const {
+    return (cc_major == 8 && cc_minor == 0) || cc_major == 9 || (cc_major == 10 && cc_minor == 0) ? 2048 : 1536;
+  }
   int max_cluster() const { return clusters() ? 16 : 1; }
   // Clusters of 1, 2, 4, 8 and 16 CTAs, one CTA an SM, that the device runs
   // at once (cuOccupancyMaxActiveClusters, jit::QueryDevice); 0 where that

@@ -20,12 +20,6 @@ constexpr int kRowWords = 8 + 2 * (256 + 2) + 256 * 4 + 256;  // counters, the 6
 constexpr int kMaxCtas = 256;  // a row's tie counts in the workspace
 // The one block size enumerated and taken by the default (Specs() says why).
 constexpr int kBlock = 512;
-// Threads an SM holds: 2048 on sm_80, sm_90 and sm_100, 1536 elsewhere
-// (sm_86, sm_89, sm_120).
-int MaxThreadsPerSm(const Arch& a) {
-  return (a.cc_major == 8 && a.cc_minor == 0) || a.cc_major == 9 || (a.cc_major == 10 && a.cc_minor == 0) ? 2048
-                                                                                                         : 1536;
-}
 // A row's workspace words (grid::row_words): the candidates' room rounded
 // up to even, so that every row starts 16-byte aligned.
 constexpr int64_t RowWords(int candidates) { return kRowWords + 2 * static_cast<int64_t>((candidates + 1) & ~1); }
@@ -118,9 +112,9 @@ class Grid final : public Family {
     if (c.items * c.per_sm > 8)
       return Broken("per_sm", std::to_string(c.per_sm) + " CTAs an SM leave registers for " +
                                   std::to_string(8 / c.per_sm) + " items a thread, got " + std::to_string(c.items));
-    if (c.per_sm * c.block_threads > MaxThreadsPerSm(arch))
+    if (c.per_sm * c.block_threads > arch.max_threads_per_sm())
       return Broken("per_sm", std::to_string(c.per_sm) + " CTAs of " + std::to_string(c.block_threads) +
-                                  " threads are more than the " + std::to_string(MaxThreadsPerSm(arch)) +
+                                  " threads are more than the " + std::to_string(arch.max_threads_per_sm()) +
                                   " threads an SM of " + arch.Name() + " holds");
     if (c.candidates < 32 || c.candidates > 16384)
       return Broken("candidates", "candidates must be in [32, 16384], got " + std::to_string(c.candidates));

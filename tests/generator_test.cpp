@@ -624,6 +624,11 @@ TEST(ArchTest, FromName) {
   EXPECT_FALSE(Arch::FromName("hopper").ok());
 }
 
+TEST(ArchTest, ThreadsAnSmByArchitecture) {
+  for (const char* n : {"sm_80", "sm_90", "sm_100"}) EXPECT_EQ(Arch::FromName(n)->max_threads_per_sm(), 2048) << n;
+  for (const char* n : {"sm_86", "sm_89", "sm_120"}) EXPECT_EQ(Arch::FromName(n)->max_threads_per_sm(), 1536) << n;
+}
+
 TEST(SourceTest, OneIncludeOneInstantiationAndStaticAsserts) {
   const KernelSource s = GenerateSource(Block());
   EXPECT_EQ(s.key, Config(Block()).KernelKey());
